@@ -1,0 +1,172 @@
+"""Command line: argparse -> RunConfig -> runner.run(); every HarnessError becomes one line and exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.prompts import INSTRUCTIONS
+from harness.types import ApiOptions, HarnessError, LocalOptions, RunConfig
+
+EXIT_USAGE = 2
+
+
+def run_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="run_eval.py",
+        description="Evaluate a model by prompting on C-STS or STS-B. Other commands: `run_eval.py extract --help`.",
+    )
+    p.add_argument(
+        "--model", required=True, help="model name (gpt-4, claude-..., or an offline baseline: overlap, random)"
+    )
+    p.add_argument("--backend", help="override the backend implied by the model name")
+    p.add_argument("--dataset", default="csts", choices=["csts", "stsb"])
+    p.add_argument(
+        "--split", default="validation", help="validation (default), test (C-STS: writes the submission file) or train"
+    )
+    p.add_argument(
+        "--shots", type=int, default=0, help="in-context examples k (C-STS: k/2 sentence pairs, both conditions)"
+    )
+    p.add_argument("--instr", default="none", help=f"instruction level: {', '.join(INSTRUCTIONS)}")
+    p.add_argument("--template", help="template name under templates/<dataset>/ (overrides --instr) or a .j2 file")
+    p.add_argument("--seed", type=int, default=0, help="seeds shot choice and the invalid-output fallback")
+    p.add_argument("--limit", type=int, help="evaluate only the first N queries")
+    p.add_argument(
+        "--data-dir", type=Path, help="directory with csts_{train,validation,test}.csv (or set CSTS_DATA_DIR)"
+    )
+    p.add_argument("--archive", type=Path, help="the official encrypted release csts.tar.enc (decrypted in memory)")
+    p.add_argument("--password-file", type=Path, help="file holding the archive's password (or set CSTS_PASSWORD)")
+    p.add_argument("--results-dir", type=Path, default=Path("results"))
+    p.add_argument("--run-id", help="name of the run folder (default: dataset-split-model-k-instr-time)")
+    p.add_argument("--dry-run", action="store_true", help="render every prompt and count tokens; call no model")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_api_args(p.add_argument_group("API backends (openai, anthropic, OpenAI-compatible servers)"))
+    add_local_args(p.add_argument_group("local GPU backends (vllm, hf)"))
+    return p
+
+
+# --- API backend options -------------------------------------------------------------------------
+
+
+def add_api_args(g: argparse._ArgumentGroup) -> None:
+    g.add_argument("--base-url", action="append", default=[], help="OpenAI-compatible server URL (repeatable)")
+
+
+def api_options(a: argparse.Namespace) -> ApiOptions:
+    return ApiOptions(base_urls=tuple(a.base_url))
+
+
+# --- local GPU backend options -------------------------------------------------------------------
+
+
+def add_local_args(g: argparse._ArgumentGroup) -> None:
+    g.add_argument("--chat", action="store_true", help="apply the model's chat template (off: raw text, as the paper)")
+
+
+def local_options(a: argparse.Namespace) -> LocalOptions:
+    return LocalOptions(chat=a.chat)
+
+
+# -------------------------------------------------------------------------------------------------
+
+
+def extract_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="run_eval.py extract", description="Decrypt the C-STS release into a directory.")
+    p.add_argument("--archive", type=Path, required=True, help="csts.tar.enc")
+    p.add_argument("--password-file", type=Path, help="file holding the password (or set CSTS_PASSWORD)")
+    p.add_argument("--out", type=Path, required=True, help="directory to write csts_{train,validation,test}.csv into")
+    return p
+
+
+def config_from_args(a: argparse.Namespace) -> RunConfig:
+    if a.limit is not None and a.limit < 1:
+        raise HarnessError(f"--limit must be at least 1, got {a.limit}")
+    return RunConfig(
+        model=a.model,
+        backend=a.backend,
+        dataset=a.dataset,
+        split=a.split,
+        shots=a.shots,
+        instr=a.instr,
+        template=a.template,
+        seed=a.seed,
+        limit=a.limit,
+        data_dir=a.data_dir,
+        archive=a.archive,
+        password_file=a.password_file,
+        results_dir=a.results_dir,
+        run_id=a.run_id,
+        dry_run=a.dry_run,
+        progress=not a.no_progress,
+        api=api_options(a),
+        local=local_options(a),
+    )
+
+
+def _fmt(value: object) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def cmd_run(argv: Sequence[str]) -> int:
+    from harness.runner import run  # deferred: `--help` stays instant
+
+    config = config_from_args(run_parser().parse_args(argv))
+    result = run(config)
+    m = result.metrics
+    if config.dry_run:
+        print(
+            f"dry run: {m['requests']} requests, {m['prompt_tokens']} prompt tokens "
+            f"({m['token_count']}); no model called"
+        )
+    else:
+        keys = [
+            "n",
+            "invalid_pct",
+            "out_of_range_pct",
+            "spearman",
+            "pearson",
+            "spearman_valid",
+            "pearson_valid",
+            "mse",
+            "errors",
+        ]
+        print("  ".join(f"{k}={_fmt(m[k])}" for k in keys if k in m))
+        if "submission" in m:
+            print(f"submission: {m['submission']}")
+    print(f"results: {result.run_dir}")
+    return 0
+
+
+def cmd_extract(argv: Sequence[str]) -> int:
+    import os
+
+    from harness.release import extract_release, read_password
+
+    a = extract_parser().parse_args(argv)
+    password = read_password(a.password_file) if a.password_file else os.environ.get("CSTS_PASSWORD")
+    if password is None:
+        raise HarnessError("extract needs --password-file FILE (or CSTS_PASSWORD in the environment)")
+    for path in extract_release(a.archive, password, a.out):
+        print(path)
+    return 0
+
+
+COMMANDS = {"extract": cmd_extract}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Dispatch to a sub-command (first word) or the default evaluation run."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = COMMANDS.get(args[0]) if args else None
+    try:
+        if command is not None:
+            return command(args[1:])
+        return cmd_run(args)
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("error: interrupted; finished responses are kept, rerun to continue", file=sys.stderr)
+        return 130

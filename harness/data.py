@@ -1,0 +1,187 @@
+"""Load C-STS (a directory of CSVs or the encrypted release) and the bundled STS-B into Examples."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from harness.release import OBTAIN_HINT, SPLIT_FILES, decrypt_release, read_password
+from harness.types import Dataset, Example, HarnessError
+
+CSTS_COLUMNS = ("sentence1", "sentence2", "condition", "label")
+STSB_COLUMNS = ("sentence1", "sentence2", "score")
+LABEL_RANGES = {"csts": (1.0, 5.0), "stsb": (0.0, 5.0)}
+SPLITS = {"csts": ("train", "validation", "test"), "stsb": ("train", "validation")}
+STSB_DIR = Path(__file__).parent / "data" / "stsb"
+_STSB_FILES = {"train": "train.tsv", "validation": "dev.tsv"}
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _label(value: str, where: str, *, hidden_ok: bool) -> float | None:
+    """Parse a label cell; -1 marks a hidden label in the C-STS test split."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise HarnessError(f"{where}: label {value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise HarnessError(f"{where}: label {value!r} is not a finite number")
+    if hidden_ok and number == -1:
+        return None
+    return number
+
+
+def parse_csts_csv(data: bytes, source: str, split: str) -> tuple[Example, ...]:
+    """Rows of one C-STS split; a missing condition is empty text, as in the reference code."""
+    text = _decode(data, source)
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = reader.fieldnames or []
+    missing = [c for c in CSTS_COLUMNS if c not in header]
+    if not header:
+        raise HarnessError(f"{source} is empty (expected a header: {','.join(CSTS_COLUMNS)})")
+    if missing:
+        raise HarnessError(
+            f"{source}: missing column(s) {', '.join(missing)}; found {', '.join(header)} "
+            f"(expected {','.join(CSTS_COLUMNS)})"
+        )
+    examples = []
+    for i, row in enumerate(reader):
+        where = f"{source} row {i + 2}"
+        s1, s2 = row["sentence1"], row["sentence2"]
+        if s1 is None or s2 is None or row["label"] is None:
+            raise HarnessError(f"{where}: too few fields")
+        if not s1.strip() or not s2.strip():
+            raise HarnessError(f"{where}: empty sentence")
+        label = _label(row["label"].strip(), where, hidden_ok=split == "test")
+        examples.append(Example(str(i), s1, s2, row["condition"] or "", label))
+    if not examples:
+        raise HarnessError(f"{source} has a header but no rows")
+    return tuple(examples)
+
+
+def parse_stsb_tsv(data: bytes, source: str) -> tuple[Example, ...]:
+    """GLUE STS-B rows; quotes are literal text in this format, so quoting is off."""
+    text = _decode(data, source)
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
+    header = reader.fieldnames or []
+    if not header:
+        raise HarnessError(f"{source} is empty")
+    missing = [c for c in STSB_COLUMNS if c not in header]
+    if missing:
+        raise HarnessError(f"{source}: missing column(s) {', '.join(missing)}; found {', '.join(header)}")
+    examples = []
+    for i, row in enumerate(reader):
+        where = f"{source} row {i + 2}"
+        if row["score"] is None:
+            raise HarnessError(f"{where}: too few fields")
+        label = _label(row["score"], where, hidden_ok=False)
+        examples.append(Example(str(i), row["sentence1"], row["sentence2"], "", label))
+    if not examples:
+        raise HarnessError(f"{source} has a header but no rows")
+    return tuple(examples)
+
+
+def _decode(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise HarnessError(f"{source} is not UTF-8 text") from None
+
+
+def read_csts_files(
+    data_dir: Path | None, archive: Path | None, password_file: Path | None
+) -> tuple[dict[str, bytes], str]:
+    """Raw split files from the archive (decrypted in memory) or a directory; returns (files, origin)."""
+    if archive is not None:
+        password = os.environ.get("CSTS_PASSWORD")
+        if password_file is not None:
+            password = read_password(password_file)
+        if password is None:
+            raise HarnessError("--archive needs --password-file FILE (or CSTS_PASSWORD in the environment)")
+        return decrypt_release(archive, password), str(archive)
+    if data_dir is None and os.environ.get("CSTS_DATA_DIR"):
+        data_dir = Path(os.environ["CSTS_DATA_DIR"])
+    if data_dir is None:
+        raise HarnessError(f"no C-STS data given: {OBTAIN_HINT}")
+    if not Path(data_dir).is_dir():
+        raise HarnessError(f"C-STS data directory {data_dir} does not exist: {OBTAIN_HINT}")
+    files = {}
+    for name in SPLIT_FILES:
+        path = Path(data_dir) / name
+        try:
+            files[name] = path.read_bytes()
+        except FileNotFoundError:
+            continue  # only the splits a run needs are required; checked by the caller
+        except OSError as e:
+            raise HarnessError(f"cannot read {path}: {e.strerror}") from None
+    return files, str(data_dir)
+
+
+def load_csts(
+    split: str, data_dir: Path | None = None, archive: Path | None = None, password_file: Path | None = None
+) -> Dataset:
+    """The evaluated split plus the train split as the few-shot pool."""
+    files, origin = read_csts_files(data_dir, archive, password_file)
+    needed = {f"csts_{s}.csv" for s in ("train", split)}
+    absent = sorted(needed - files.keys())
+    if absent:
+        raise HarnessError(f"{origin} has no {', '.join(absent)}: {OBTAIN_HINT}")
+    examples = parse_csts_csv(files[f"csts_{split}.csv"], f"{origin}/csts_{split}.csv", split)
+    pool = (
+        examples if split == "train" else parse_csts_csv(files["csts_train.csv"], f"{origin}/csts_train.csv", "train")
+    )
+    hashes = {name: sha256(files[name]) for name in sorted(needed)}
+    return Dataset("csts", split, examples, pool, LABEL_RANGES["csts"], hashes)
+
+
+def load_stsb(split: str, stsb_dir: Path = STSB_DIR) -> Dataset:
+    """STS-B from the bundled GLUE files: validation is GLUE's dev.tsv (test labels were never released)."""
+    raw = {}
+    for s in {"train", split}:
+        path = stsb_dir / _STSB_FILES[s]
+        try:
+            raw[s] = path.read_bytes()
+        except OSError as e:
+            raise HarnessError(f"cannot read bundled STS-B file {path}: {e.strerror}") from None
+    examples = parse_stsb_tsv(raw[split], f"stsb/{_STSB_FILES[split]}")
+    pool = parse_stsb_tsv(raw["train"], "stsb/train.tsv") if split != "train" else examples
+    hashes = {_STSB_FILES[s]: sha256(b) for s, b in sorted(raw.items())}
+    return Dataset("stsb", split, examples, pool, LABEL_RANGES["stsb"], hashes)
+
+
+def load_dataset(
+    name: str,
+    split: str,
+    data_dir: Path | None = None,
+    archive: Path | None = None,
+    password_file: Path | None = None,
+) -> Dataset:
+    """Dispatch on the dataset name; unknown names and splits are one clear error."""
+    if name not in SPLITS:
+        raise HarnessError(f"unknown dataset {name!r}; choose from {', '.join(SPLITS)}")
+    if split not in SPLITS[name]:
+        raise HarnessError(f"dataset {name} has no split {split!r}; choose from {', '.join(SPLITS[name])}")
+    if name == "csts":
+        return load_csts(split, data_dir, archive, password_file)
+    return load_stsb(split)
+
+
+def pair_key(example: Example) -> tuple[str, str]:
+    """A sentence pair regardless of order, so (a, b) and (b, a) count as one pair."""
+    a, b = example.sentence1, example.sentence2
+    return (a, b) if a <= b else (b, a)
+
+
+def group_pairs(examples: Iterable[Example]) -> dict[tuple[str, str], list[Example]]:
+    """Examples grouped by their sentence pair, in file order."""
+    groups: dict[tuple[str, str], list[Example]] = {}
+    for e in examples:
+        groups.setdefault(pair_key(e), []).append(e)
+    return groups

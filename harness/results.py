@@ -1,0 +1,80 @@
+"""One folder per run: config.json, samples.jsonl, metrics.json (and test_predictions.json), written atomically."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.types import Scored
+
+
+def make_run_id(dataset: str, split: str, model: str, shots: int, prompt: str, when: datetime | None = None) -> str:
+    """Readable and sortable: csts-validation-gpt-4-k4-long-20261122-134501."""
+    stamp = (when or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{dataset}-{split}-{model}-k{shots}-{prompt}")
+    return f"{safe}-{stamp}"
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False, default=str) + "\n"
+
+
+def sample_record(s: Scored) -> dict[str, Any]:
+    return dataclasses.asdict(s) | {"shot_ids": list(s.shot_ids)}
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write beside the target and rename over it, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_run(
+    results_dir: Path,
+    run_id: str,
+    config: Mapping[str, Any],
+    samples: Iterable[Scored],
+    metrics: Mapping[str, Any] | None,
+    test_predictions: Mapping[str, float] | None = None,
+) -> Path:
+    """Stage the whole folder, then rename it into place: a killed run leaves no half-written results."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    final = results_dir / run_id
+    if final.exists():
+        raise FileExistsError(final)
+    staging = Path(tempfile.mkdtemp(prefix=f".{run_id}.", dir=results_dir))
+    try:
+        (staging / "config.json").write_text(_json(config), encoding="utf-8")
+        with open(staging / "samples.jsonl", "w", encoding="utf-8") as f:
+            for s in samples:
+                f.write(json.dumps(sample_record(s), ensure_ascii=False) + "\n")
+        if metrics is not None:
+            (staging / "metrics.json").write_text(_json(metrics), encoding="utf-8")
+        if test_predictions is not None:
+            (staging / "test_predictions.json").write_text(json.dumps(test_predictions) + "\n", encoding="utf-8")
+        os.rename(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return final
+
+
+def read_samples(run_dir: Path) -> list[dict[str, Any]]:
+    """samples.jsonl of a finished run, for re-scoring and reports without calling a model."""
+    with open(run_dir / "samples.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]

@@ -1,0 +1,113 @@
+"""Frozen dataclasses that cross module boundaries: one query's journey from CSV row to result line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class HarnessError(Exception):
+    """A user-facing error: the CLI prints its message as one line and exits non-zero."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """One dataset row. `label` is None where the split hides it (C-STS test)."""
+
+    id: str  # 0-based row position in its split file, as a string (the submission format's key)
+    sentence1: str
+    sentence2: str
+    condition: str  # "" for STS-B
+    label: float | None
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A loaded split with the pool its shots come from and the facts needed to score it."""
+
+    name: str  # "csts" | "stsb"
+    split: str
+    examples: tuple[Example, ...]
+    pool: tuple[Example, ...]  # few-shot pool (the train split)
+    label_range: tuple[float, float]
+    file_hashes: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One prompt to send. Backends see only this: they know nothing of C-STS."""
+
+    id: str
+    prompt: str
+    max_tokens: int = 20  # Deshpande et al. 2023, App. A.3: 20 generation tokens
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A backend's answer to one request; `error` set (and `text` None) when it failed for good."""
+
+    request_id: str
+    text: str | None
+    error: str | None = None
+    usage: Usage = Usage()
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One line of samples.jsonl."""
+
+    id: str
+    prompt: str
+    shot_ids: tuple[str, ...]
+    output: str | None
+    parsed: float | None
+    valid: bool
+    prediction: float | None  # parsed value, or the seeded fallback draw; None only on error/dry run
+    label: float | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ApiOptions:
+    """How API backends (openai, anthropic, OpenAI-compatible servers) are reached, and the cache."""
+
+    base_urls: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LocalOptions:
+    """How local GPU backends (vllm, hf) load and run a model."""
+
+    chat: bool = False
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Every setting of one run. Flows one way: argparse -> RunConfig -> runner.run()."""
+
+    model: str
+    dataset: str = "csts"
+    split: str = "validation"
+    shots: int = 0
+    instr: str = "none"
+    template: str | None = None  # None: derived from dataset + instr
+    backend: str | None = None  # None: chosen from the model name
+    seed: int = 0
+    limit: int | None = None  # evaluate the first N queries only
+    data_dir: Path | None = None
+    archive: Path | None = None
+    password_file: Path | None = None  # the path only: the password itself is never stored
+    results_dir: Path = Path("results")
+    run_id: str | None = None
+    dry_run: bool = False
+    progress: bool = True
+    api: ApiOptions = field(default_factory=ApiOptions)
+    local: LocalOptions = field(default_factory=LocalOptions)

@@ -1,0 +1,97 @@
+"""Shared fixtures: synthetic C-STS data (never the real plaintext) and the optional ../shared folder."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import os
+import random
+import tarfile
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import padding
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("CSTS_SHARED_DIR", ROOT.parent / "shared"))
+SHARED_ARCHIVE = SHARED / "data" / "csts" / "csts.tar.enc"
+SHARED_PASSWORD = SHARED / "data" / "csts" / "PASSWORD"
+
+requires_shared = pytest.mark.skipif(
+    not SHARED_ARCHIVE.is_file(), reason=f"needs the shared C-STS archive at {SHARED_ARCHIVE} (not in a plain clone)"
+)
+
+_SUBJECTS = ["a red fox", "two tall men", "an old bus", "a small girl", "three dogs", "a chef", "a green kite"]
+_ACTIONS = ["runs past", "stands near", "waits by", "jumps over", "paints", "carries", "looks at"]
+_OBJECTS = ["the river", "a wooden fence", "the blue door", "a market stall", "the hill", "a parked car"]
+_CONDITIONS = ["The color of the object.", "The number of people.", "The action.", "The location.", "The animal."]
+
+
+def synthetic_rows(n_pairs: int, seed: int, hidden: bool = False) -> list[dict[str, str]]:
+    """Made-up sentence pairs, two conditions each (higher label first), like the C-STS layout."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n_pairs):
+        s1 = f"{rng.choice(_SUBJECTS)} {rng.choice(_ACTIONS)} {rng.choice(_OBJECTS)} number {seed}-{i}."
+        s2 = f"{rng.choice(_SUBJECTS)} {rng.choice(_ACTIONS)} {rng.choice(_OBJECTS)} item {seed}-{i}."
+        c1, c2 = rng.sample(_CONDITIONS, 2)
+        hi = rng.randint(2, 5)
+        lo = rng.randint(1, hi)
+        for cond, label in ((c1, hi), (c2, lo)):
+            rows.append({"sentence1": s1, "sentence2": s2, "condition": cond, "label": "-1" if hidden else str(label)})
+    return rows
+
+
+def csv_bytes(
+    rows: list[dict[str, str]], columns: tuple[str, ...] = ("sentence1", "sentence2", "condition", "label")
+) -> bytes:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue().encode()
+
+
+def write_synthetic_csts(directory: Path, n_train: int = 40, n_val: int = 12, n_test: int = 10) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "csts_train.csv").write_bytes(csv_bytes(synthetic_rows(n_train, 1)))
+    (directory / "csts_validation.csv").write_bytes(csv_bytes(synthetic_rows(n_val, 2)))
+    (directory / "csts_test.csv").write_bytes(csv_bytes(synthetic_rows(n_test, 3, hidden=True)))
+    return directory
+
+
+def openssl_encrypt(plain: bytes, password: str, salt: bytes = b"12345678") -> bytes:
+    """What `openssl enc -aes-256-cbc -a -salt -pbkdf2` writes, made here to test our decryption."""
+    key_iv = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, 10_000, 48)
+    padder = padding.PKCS7(128).padder()
+    padded = padder.update(plain) + padder.finalize()
+    enc = Cipher(algorithms.AES(key_iv[:32]), modes.CBC(key_iv[32:])).encryptor()
+    raw = b"Salted__" + salt + enc.update(padded) + enc.finalize()
+    b64 = base64.b64encode(raw)
+    return b"\n".join(b64[i : i + 64] for i in range(0, len(b64), 64)) + b"\n"
+
+
+def make_archive(csv_dir: Path, out: Path, password: str) -> Path:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for f in sorted(csv_dir.glob("csts_*.csv")):
+            tar.add(f, arcname=f.name)
+    out.write_bytes(openssl_encrypt(buf.getvalue(), password))
+    return out
+
+
+@pytest.fixture
+def csts_dir(tmp_path: Path) -> Path:
+    """A directory of synthetic csts_{train,validation,test}.csv."""
+    return write_synthetic_csts(tmp_path / "csts")
+
+
+@pytest.fixture
+def csts_archive(tmp_path: Path, csts_dir: Path) -> tuple[Path, Path]:
+    """(archive, password file) of the synthetic data in the official release format."""
+    pw = tmp_path / "PASSWORD"
+    pw.write_text("synthetic-secret\n")
+    return make_archive(csts_dir, tmp_path / "csts.tar.enc", "synthetic-secret"), pw

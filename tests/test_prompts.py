@@ -1,0 +1,69 @@
+"""Templates render byte-identical to the published reference code, and fail loudly when misused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.data import load_dataset
+from harness.prompts import PromptRenderer, template_name
+from harness.types import Example, HarnessError
+from tests.conftest import SHARED, SHARED_ARCHIVE, SHARED_PASSWORD, requires_shared
+
+GOLDEN = SHARED / "golden" / "reference_prompts.jsonl"
+
+
+@requires_shared
+def test_every_golden_prompt_is_byte_identical() -> None:
+    cases = [json.loads(line) for line in GOLDEN.read_text().splitlines()]
+    assert len(cases) == 495
+    data = {
+        "csts": load_dataset("csts", "validation", archive=SHARED_ARCHIVE, password_file=SHARED_PASSWORD),
+        "stsb": load_dataset("stsb", "validation"),
+    }
+    mismatched = []
+    for case in cases:
+        ds = data[case["dataset"]]
+        renderer = PromptRenderer(template_name(case["dataset"], case["instr"]))
+        shots = [ds.pool[i] for i in case["shot_rows"]]
+        if renderer.render(ds.examples[case["query_row"]], shots) != case["prompt"]:
+            mismatched.append((case["dataset"], case["instr"], case["shots"], case["query_row"]))
+    assert mismatched == []
+
+
+def test_zero_shot_layout_has_trailing_output_key() -> None:
+    q = Example("0", "A cat sits.", "A dog runs.", "The animal.", 3.0)
+    text = PromptRenderer("csts/none.j2").render(q, [])
+    assert text == "Input:  Sentence 1:  A cat sits. Sentence 2:  A dog runs. Condition:  The animal. Output: "
+
+
+def test_shot_labels_render_as_floats() -> None:
+    q = Example("0", "a", "b", "c", None)
+    shot = Example("9", "x", "y", "z", 4.0)
+    text = PromptRenderer("csts/short.j2").render(q, [shot])
+    assert "Condition:  z Output: 4.0\n" in text
+
+
+def test_unknown_instruction_is_one_clear_error() -> None:
+    with pytest.raises(HarnessError, match="unknown instruction level 'bogus'"):
+        template_name("csts", "bogus")
+
+
+def test_unknown_template_lists_the_available_ones() -> None:
+    with pytest.raises(HarnessError, match=r"unknown template 'csts/nope.j2'; available: .*csts/long.j2"):
+        PromptRenderer("csts/nope.j2")
+
+
+def test_missing_field_fails_loudly(tmp_path: Path) -> None:
+    t = tmp_path / "mine.j2"
+    t.write_text("{{ query.sentence1 }} {{ query.no_such_field }}")
+    with pytest.raises(HarnessError, match="no_such_field"):
+        PromptRenderer(str(t)).render(Example("0", "a", "b", "c", 1.0), [])
+
+
+def test_hashes_cover_included_templates() -> None:
+    hashes = PromptRenderer("csts/long.j2").hashes()
+    assert set(hashes) == {"csts/long.j2", "csts/none.j2"}
+    assert all(len(h) == 64 for h in hashes.values())
