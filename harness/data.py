@@ -7,7 +7,6 @@ import hashlib
 import io
 import math
 import os
-from collections.abc import Iterable
 from pathlib import Path
 
 from harness.release import OBTAIN_HINT, SPLIT_FILES, decrypt_release, read_password
@@ -177,11 +176,3 @@ def pair_key(example: Example) -> tuple[str, str]:
     """A sentence pair regardless of order, so (a, b) and (b, a) count as one pair."""
     a, b = example.sentence1, example.sentence2
     return (a, b) if a <= b else (b, a)
-
-
-def group_pairs(examples: Iterable[Example]) -> dict[tuple[str, str], list[Example]]:
-    """Examples grouped by their sentence pair, in file order."""
-    groups: dict[tuple[str, str], list[Example]] = {}
-    for e in examples:
-        groups.setdefault(pair_key(e), []).append(e)
-    return groups

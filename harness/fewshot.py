@@ -6,8 +6,8 @@ import hashlib
 import random
 from collections.abc import Sequence
 
-from harness.data import group_pairs, pair_key
-from harness.types import Example
+from harness.data import pair_key
+from harness.types import Example, HarnessError
 
 
 def query_rng(seed: int, purpose: str, query_id: str) -> random.Random:
@@ -24,11 +24,14 @@ class ShotPicker:
         self.seed = seed
         if dataset == "csts":
             # Deshpande et al. 2023, §6: shots are both conditions of one sentence pair, the
-            # higher-similarity one first; only pairs with exactly two conditions qualify.
+            # higher-similarity one first; only pairs with exactly two conditions qualify. Pairs are
+            # grouped as written (sentence1, sentence2): the release has a few pairs that also occur
+            # swapped, as separate instances with their own two conditions.
+            groups: dict[tuple[str, str], list[Example]] = {}
+            for e in pool:
+                groups.setdefault((e.sentence1, e.sentence2), []).append(e)
             units = [
-                tuple(sorted(group, key=lambda e: -(e.label or 0.0)))
-                for group in group_pairs(pool).values()
-                if len(group) == 2
+                tuple(sorted(group, key=lambda e: -(e.label or 0.0))) for group in groups.values() if len(group) == 2
             ]
         else:
             units = [(e,) for e in pool]
@@ -47,6 +50,6 @@ class ShotPicker:
         drawn = rng.sample(range(len(self.units)), min(n_units + 1, len(self.units)))
         chosen = [self.units[i] for i in drawn if self._unit_keys[i] != own][:n_units]
         if len(chosen) < n_units:
-            raise ValueError(f"few-shot pool too small for k={k}")
+            raise HarnessError(f"few-shot pool has {len(self.units)} usable units, too few for k={k}")
         shots = [e for unit in chosen for e in unit]
         return tuple(shots[:k])
