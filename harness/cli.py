@@ -33,6 +33,11 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--template", help="template name under templates/<dataset>/ (overrides --instr) or a .j2 file")
     p.add_argument("--seed", type=int, default=0, help="seeds shot choice and the invalid-output fallback")
     p.add_argument("--limit", type=int, help="evaluate only the first N queries")
+    p.add_argument("--labels", default="original", help="label set: original, or reannotated (Tu et al. 2024)")
+    p.add_argument(
+        "--subset", default="all", help="all, reannotated-test or reannotated-train (seeded 70/30 of re-annotated)"
+    )
+    p.add_argument("--subset-seed", type=int, default=0, help="seed of the 70/30 re-annotated split")
     p.add_argument(
         "--data-dir", type=Path, help="directory with csts_{train,validation,test}.csv (or set CSTS_DATA_DIR)"
     )
@@ -93,6 +98,9 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         template=a.template,
         seed=a.seed,
         limit=a.limit,
+        labels=a.labels,
+        subset=a.subset,
+        subset_seed=a.subset_seed,
         data_dir=a.data_dir,
         archive=a.archive,
         password_file=a.password_file,
@@ -153,7 +161,48 @@ def cmd_extract(argv: Sequence[str]) -> int:
     return 0
 
 
-COMMANDS = {"extract": cmd_extract}
+def data_report_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="run_eval.py data-report", description="Split sizes, label distributions, lengths, label-set agreement."
+    )
+    p.add_argument("--dataset", default="all", choices=["all", "csts", "stsb"])
+    p.add_argument("--data-dir", type=Path, help="C-STS directory (or set CSTS_DATA_DIR)")
+    p.add_argument("--archive", type=Path, help="C-STS encrypted release")
+    p.add_argument("--password-file", type=Path)
+    p.add_argument("--json", type=Path, help="also write the report as JSON to this file")
+    return p
+
+
+def cmd_data_report(argv: Sequence[str]) -> int:
+    import json
+    import os
+
+    from harness.data import SPLITS, load_dataset
+    from harness.datareport import csts_label_agreement, split_summary, to_markdown
+    from harness.results import write_atomic
+
+    a = data_report_parser().parse_args(argv)
+    have_csts = a.data_dir or a.archive or os.environ.get("CSTS_DATA_DIR")
+    names = ["csts", "stsb"] if a.dataset == "all" else [a.dataset]
+    if a.dataset == "all" and not have_csts:
+        names = ["stsb"]
+        print("note: C-STS left out (no --data-dir, --archive or CSTS_DATA_DIR given)", file=sys.stderr)
+    report: dict[str, object] = {"datasets": {}}
+    for name in names:
+        splits = {}
+        for split in SPLITS[name]:
+            ds = load_dataset(name, split, a.data_dir, a.archive, a.password_file)
+            splits[split] = split_summary(ds.examples, with_condition=name == "csts")
+            if name == "csts" and split == "validation":
+                report["agreement"] = csts_label_agreement(ds.examples)
+        report["datasets"][name] = splits  # type: ignore[index]
+    print(to_markdown(report))
+    if a.json:
+        write_atomic(a.json, json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+COMMANDS = {"extract": cmd_extract, "data-report": cmd_data_report}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

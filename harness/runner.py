@@ -17,6 +17,7 @@ from harness.backends.base import Backend
 from harness.data import load_dataset
 from harness.dispatch import complete_all
 from harness.fewshot import ShotPicker
+from harness.labels import apply_label_set, take_subset
 from harness.metrics import compute_metrics
 from harness.parsing import fallback_score, parse_score
 from harness.prompts import PromptRenderer, template_name
@@ -49,6 +50,8 @@ def prepare(config: RunConfig) -> Prepared:
     if config.shots < 0:
         raise HarnessError(f"--shots must be 0 or more, got {config.shots}")
     dataset = load_dataset(config.dataset, config.split, config.data_dir, config.archive, config.password_file)
+    dataset, _ = apply_label_set(dataset, config.labels)
+    dataset = take_subset(dataset, config.subset, config.subset_seed)
     queries = dataset.examples[: config.limit] if config.limit is not None else dataset.examples
     picker = ShotPicker(dataset.name, dataset.pool, config.seed)
     shots = tuple(picker.pick(q, config.shots) for q in queries)
@@ -87,6 +90,9 @@ def config_record(config: RunConfig, prep: Prepared, backend: Backend | None) ->
         "shots": config.shots,
         "seed": config.seed,
         "limit": config.limit,
+        "labels": config.labels,
+        "subset": config.subset,
+        "subset_seed": config.subset_seed,
         "template": prep.renderer.name,
         "template_hashes": prep.renderer.hashes(),
         "data_hashes": prep.dataset.file_hashes,
@@ -109,7 +115,7 @@ def run(config: RunConfig) -> RunResult:
     backend = None if config.dry_run else make_backend(config, _label_range(config.dataset))
     prep = prepare(config)
     run_id = config.run_id or make_run_id(
-        config.dataset, config.split, config.model, config.shots, Path(prep.renderer.name).stem
+        config.dataset, _split_label(config), config.model, config.shots, Path(prep.renderer.name).stem
     )
     record = config_record(config, prep, backend)
     if backend is None:
@@ -135,6 +141,18 @@ def run(config: RunConfig) -> RunResult:
         )
     run_dir = write_run(config.results_dir, run_id, record, samples, metrics, predictions)
     return RunResult(run_dir, metrics)
+
+
+def _split_label(config: RunConfig) -> str:
+    """The split as named in run ids: validation, validation-reannotated, validation-reannotated-test, …"""
+    parts = [config.split]
+    if config.subset != "all":
+        parts.append(config.subset)
+        if config.labels == "original":
+            parts.append("original-labels")
+    if config.labels != "original" and config.labels not in config.subset:
+        parts.append(config.labels)
+    return "-".join(parts)
 
 
 def _label_range(dataset: str) -> tuple[float, float]:

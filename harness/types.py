@@ -102,6 +102,9 @@ class RunConfig:
     backend: str | None = None  # None: chosen from the model name
     seed: int = 0
     limit: int | None = None  # evaluate the first N queries only
+    labels: str = "original"  # or "reannotated" (Tu et al. 2024, C-STS validation)
+    subset: str = "all"  # or "reannotated-train" / "reannotated-test" (seeded 70/30 split)
+    subset_seed: int = 0
     data_dir: Path | None = None
     archive: Path | None = None
     password_file: Path | None = None  # the path only: the password itself is never stored
