@@ -68,13 +68,16 @@ def agreement(a: dict[str, float | None], b: dict[str, float | None]) -> dict[st
         "spearman": spearman(x, y),  # type: ignore[arg-type]
         "pearson": pearson(x, y),  # type: ignore[arg-type]
         "exact_match_pct": 100.0 * sum(p == q for p, q in zip(x, y, strict=True)) / len(shared) if shared else None,
-        "left_out": {
-            "unlabelled in first set": sum(1 for i in a if a[i] is None),
-            "unlabelled in second set": sum(1 for i in b if b[i] is None),
-            "missing from second set": sum(1 for i in a if i not in b),
-            "missing from first set": sum(1 for i in b if i not in a),
-        },
+        "left_out": dict(Counter(_why_left_out(i, a, b) for i in a.keys() | b.keys() if i not in shared)),
     }
+
+
+def _why_left_out(i: str, a: dict[str, float | None], b: dict[str, float | None]) -> str:
+    if i not in a:
+        return "absent from first set"
+    if i not in b:
+        return "absent from second set"
+    return "unlabelled in first set" if a[i] is None else "unlabelled in second set"
 
 
 def csts_label_agreement(validation: Sequence[Example]) -> dict[str, Any]:
