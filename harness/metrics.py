@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from harness.parsing import in_range
 from harness.types import Scored
@@ -24,7 +26,7 @@ def _rank(x: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
+def pearson(x: ArrayLike, y: ArrayLike) -> float | None:
     """Pearson r ×100; None when undefined (fewer than two points or a constant side)."""
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if len(a) < 2:
@@ -36,20 +38,21 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
     return 100.0 * float(a @ b) / denom
 
 
-def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+def spearman(x: ArrayLike, y: ArrayLike) -> float | None:
     """Spearman rho ×100 (Pearson of average ranks); None when undefined."""
-    if len(x) < 2:
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(a) < 2:
         return None
-    return pearson(_rank(np.asarray(x, dtype=float)), _rank(np.asarray(y, dtype=float)))
+    return pearson(_rank(a), _rank(b))
 
 
-def compute_metrics(samples: Sequence[Scored], label_range: tuple[float, float]) -> dict[str, float | int | None]:
+def compute_metrics(samples: Sequence[Scored], label_range: tuple[float, float]) -> dict[str, Any]:
     """Headline numbers of a run; correlations only over samples that have a label and a prediction."""
     answered = [s for s in samples if s.error is None and s.prediction is not None]
     n = len(answered)
     invalid = sum(not s.valid for s in answered)
     out_of_range = sum(s.valid and s.parsed is not None and not in_range(s.parsed, label_range) for s in answered)
-    out: dict[str, float | int | None] = {
+    out: dict[str, Any] = {
         "n": n,
         "errors": sum(s.error is not None for s in samples),
         "invalid": invalid,
@@ -60,16 +63,16 @@ def compute_metrics(samples: Sequence[Scored], label_range: tuple[float, float])
     labelled = [s for s in answered if s.label is not None]
     if not labelled:
         return out  # C-STS test: labels are hidden, so no correlations
-    pred = [s.prediction for s in labelled]
-    gold = [s.label for s in labelled]
-    valid = [s for s in labelled if s.valid]
+    pred = np.array([s.prediction for s in labelled], dtype=float)
+    gold = np.array([s.label for s in labelled], dtype=float)
+    valid = np.array([s.valid for s in labelled], dtype=bool)
     out |= {
         "n_labelled": len(labelled),
-        "spearman": spearman(pred, gold),  # type: ignore[arg-type]
-        "pearson": pearson(pred, gold),  # type: ignore[arg-type]
-        "mse": float(np.mean((np.asarray(pred, dtype=float) - np.asarray(gold, dtype=float)) ** 2)),
-        "n_valid": len(valid),
-        "spearman_valid": spearman([s.prediction for s in valid], [s.label for s in valid]),  # type: ignore[misc]
-        "pearson_valid": pearson([s.prediction for s in valid], [s.label for s in valid]),  # type: ignore[misc]
+        "spearman": spearman(pred, gold),
+        "pearson": pearson(pred, gold),
+        "mse": float(np.mean((pred - gold) ** 2)),
+        "n_valid": int(valid.sum()),
+        "spearman_valid": spearman(pred[valid], gold[valid]),
+        "pearson_valid": pearson(pred[valid], gold[valid]),
     }
     return out
