@@ -185,3 +185,9 @@ def group_pairs(examples: Iterable[Example]) -> dict[tuple[str, str], list[Examp
     for e in examples:
         groups.setdefault(pair_key(e), []).append(e)
     return groups
+
+
+def pair_ids(examples: Iterable[Example]) -> dict[str, str]:
+    """Example id -> id of the first example with the same sentence pair: one cluster per pair."""
+    first: dict[tuple[str, str], str] = {}
+    return {e.id: first.setdefault(pair_key(e), e.id) for e in examples}
