@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -81,11 +82,12 @@ def _seed_suffix(t: pd.DataFrame) -> pd.Series:
     return (" (seed " + t["seed"].astype(str) + ")") if t["seed"].nunique() > 1 else pd.Series("", index=t.index)
 
 
-def _legend_entries(axes: list[list[object]]) -> tuple[list[object], list[str]]:
-    seen: dict[str, object] = {}
+def _legend_entries(axes: Any) -> tuple[list[Any], list[str]]:
+    """One legend entry per label across all panels (each panel shows only some models)."""
+    seen: dict[str, Any] = {}
     for row in axes:
         for ax in row:
-            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):  # type: ignore[attr-defined]
+            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
                 seen.setdefault(lab, h)
     return list(seen.values()), list(seen.keys())
 

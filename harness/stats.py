@@ -96,7 +96,7 @@ def bootstrap_ci(
 ) -> dict[str, Interval]:
     """Percentile CIs for Spearman and Pearson; `groups` resamples clusters (C-STS: both conditions of a pair)."""
     x, y = np.asarray(pred, dtype=float), np.asarray(gold, dtype=float)
-    point = {"spearman": spearman(x, y), "pearson": pearson(x, y)}
+    point = {"spearman": spearman(x.tolist(), y.tolist()), "pearson": pearson(x.tolist(), y.tolist())}
     if len(x) < 3:
         return {k: Interval(v, None, None) for k, v in point.items()}
     clusters, rng = bootstrap_weights(len(x), groups, n_resamples, seed)
@@ -200,7 +200,7 @@ def fallback_spread(
         xs = x.copy()
         xs[mask] = row
         for name, corr in (("spearman", spearman), ("pearson", pearson)):
-            v = corr(xs, y)
+            v = corr(xs.tolist(), y.tolist())
             if v is not None:
                 values[name].append(v)
     out: dict[str, tuple[float | None, float | None]] = {}
