@@ -41,7 +41,7 @@ def plot_spearman_vs_k(table: pd.DataFrame, path: Path) -> list[Path]:
     models = list(dict.fromkeys(t["model"] + _seed_suffix(t)))
     colors = {m: plt.get_cmap("tab10")(i % 10) for i, m in enumerate(models)}
     fig, axes = plt.subplots(
-        len(datasets), len(instrs), figsize=(3.6 * len(instrs) + 1.8, 3.0 * len(datasets)), squeeze=False, sharex=True
+        len(datasets), len(instrs), figsize=(3.6 * len(instrs) + 1.8, 3.0 * len(datasets)), squeeze=False, sharex=True, sharey="row"
     )
     shots = sorted(t["shots"].unique())
     for i, ds in enumerate(datasets):
@@ -71,7 +71,9 @@ def plot_spearman_vs_k(table: pd.DataFrame, path: Path) -> list[Path]:
                 ax.set_ylabel("Spearman ×100")
     handles, labels = _legend_entries(axes)
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
-    fig.suptitle("Spearman against k (shaded: 95% bootstrap CI; dashed: published)", fontsize=10)
+    has_paper = "paper_spearman" in t and t["paper_spearman"].notna().any()
+    note = "; dashed, hollow: published" if has_paper else ""
+    fig.suptitle(f"Spearman against k (shaded: 95% bootstrap CI{note})", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
@@ -111,18 +113,21 @@ def plot_invalid(table: pd.DataFrame, path: Path) -> list[Path]:
         ax = axes[i][0]
         cell = t[t["dataset"] + " " + t["split"] == ds].assign(label=lambda d: d["model"] + _seed_suffix(d))
         for m_i, model in enumerate(models):
-            rows = cell[cell["label"] == model].set_index(["instr", "shots"])["invalid_pct"]
-            values = [_num(rows.get(s)) for s in settings]
+            rows = cell[cell["label"] == model].set_index(["instr", "shots"])
+            values = [_num(rows["invalid_pct"].get(s)) for s in settings]
             xs = [s_i + (m_i - (len(models) - 1) / 2) * width for s_i in range(len(settings))]
             bars = ax.bar(xs, values, width=width, color=plt.get_cmap("tab10")(m_i % 10), label=model)
             # Printed values keep a 0% bar visible, and that is the number readers look for.
             ax.bar_label(bars, fmt="%.0f", fontsize=6, padding=1)
+            if "paper_invalid_pct" in rows:
+                paper = [_num(rows["paper_invalid_pct"].get(s)) for s in settings]
+                ax.plot(xs, paper, "k_", markersize=max(4.0, 60 * width), label="published")
         ax.set_xticks(range(len(settings)))
         ax.set_xticklabels([f"{instr}\nk={k}" for instr, k in settings], fontsize=8)
         ds_name, split = ds.split(" ", 1)
         ax.set_title(f"{DATASET_NAMES.get(ds_name, ds_name)} {split}", fontsize=9)
         ax.set_ylabel("invalid outputs %")
-        ax.set_ylim(0, 105)
+        ax.set_ylim(0, 110)
         ax.grid(axis="y", alpha=0.3)
     handles, labels = _legend_entries(axes)
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)

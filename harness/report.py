@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -21,10 +22,9 @@ from harness.parsing import fallback_score
 from harness.published import Published, load_published, match
 from harness.results import read_samples
 from harness.stats import bootstrap_ci, fallback_spread
+from harness.tables import LAYOUT_METRICS
 from harness.types import HarnessError, Scored
 
-INSTR_ORDER = ("none", "short", "long")
-METRICS = (("invalid_pct", "Invalid"), ("pearson", "Pearson"), ("spearman", "Spearman"))
 N_BOOTSTRAP = 1000
 FALLBACK_SEEDS = 20
 _SCORED_FIELDS = {f.name for f in dataclasses.fields(Scored)}
@@ -99,9 +99,13 @@ def _groups(run: Run, samples: Sequence[Scored]) -> list[str] | None:
     return [s.pair if s.pair is not None else str(int(s.id) // 2) for s in samples]
 
 
+# Cells of a sweep share query ids, so one report asks for the same draw many times (a hash and a Random each).
+_draw = functools.lru_cache(maxsize=1 << 18)(fallback_score)
+
+
 def _fallback_draws(run: Run, invalid: Sequence[Scored], seeds: int) -> np.ndarray:
     """The fallback draws the runner would have made for the invalid items under seeds 0..seeds-1."""
-    return np.array([[fallback_score(seed, s.id, run.label_range) for s in invalid] for seed in range(seeds)])
+    return np.array([[_draw(seed, s.id, run.label_range) for s in invalid] for seed in range(seeds)])
 
 
 def summarize(run: Run, n_bootstrap: int = N_BOOTSTRAP, fallback_seeds: int = FALLBACK_SEEDS) -> dict[str, Any]:
@@ -195,7 +199,7 @@ def attach_published(table: pd.DataFrame, published: list[Published]) -> pd.Data
     ]
     table["paper_source"] = [p.source if p else None for p in found]
     table["paper_model"] = [p.model if p else None for p in found]
-    for key, _ in METRICS:
+    for key, _ in LAYOUT_METRICS:
         table[f"paper_{key}"] = [getattr(p, key) if p else None for p in found]
         table[f"diff_{key}"] = [
             ours - theirs if ours is not None and theirs is not None and not _nan(ours) else None
@@ -227,9 +231,9 @@ def write_report(run_paths: Sequence[Path], out_dir: Path, published: list[Publi
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        files = render_report(table, staging)
-        files += plot_spearman_vs_k(table, staging / "spearman_vs_k.png")
-        files += plot_invalid(table, staging / "invalid_rate.png")
+        plots = plot_spearman_vs_k(table, staging / "spearman_vs_k.png")
+        plots += plot_invalid(table, staging / "invalid_rate.png")
+        render_report(table, staging, plots)
         if out_dir.exists():
             old = out_dir.with_name(f".{out_dir.name}.old")
             os.rename(out_dir, old)

@@ -45,7 +45,10 @@ def cluster_ids(groups: Sequence[object]) -> np.ndarray:
 def resample_weights(clusters: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """B×n item weights: how often each item's cluster was drawn (a bootstrap of clusters, not items)."""
     n_clusters = int(clusters.max()) + 1 if len(clusters) else 0
-    counts = rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_resamples)
+    drawn = rng.integers(0, n_clusters, size=(n_resamples, n_clusters))
+    # Count draws per (resample, cluster) in one bincount: several times faster than rng.multinomial.
+    flat = (drawn + np.arange(n_resamples)[:, None] * n_clusters).ravel()
+    counts = np.bincount(flat, minlength=n_resamples * n_clusters).reshape(n_resamples, n_clusters)
     return counts[:, clusters].astype(float)
 
 

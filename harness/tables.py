@@ -151,7 +151,7 @@ def _mean_sd(row: Any, name: str) -> str:
     return f"{fmt(mean)} ± {fmt(getattr(row, f'{name}_fallback_sd', None))}"
 
 
-def render_report(table: pd.DataFrame, out: Path) -> list[Path]:
+def render_report(table: pd.DataFrame, out: Path, plots: list[Path]) -> list[Path]:
     """Write runs.csv, one table per dataset/split (md, csv, tex), side_by_side.csv, published.csv and report.md."""
     table = table.reset_index(drop=True)
     table.insert(0, "ref", [f"R{i + 1}" for i in range(len(table))])
@@ -162,8 +162,7 @@ def render_report(table: pd.DataFrame, out: Path) -> list[Path]:
         "Numbers are ×100, recomputed from each run's `samples.jsonl` (no model was called). "
         "Every row cites its run folder in the *Runs* section; `runs.csv` holds every number with its folder.\n",
     ]
-    labelled = table.dropna(subset=["spearman"]) if "spearman" in table else table.iloc[0:0]
-    for key, group in labelled.groupby(GROUP_KEYS, sort=False):
+    for key, group in table.groupby(GROUP_KEYS, sort=False):
         wide = layout(group)
         stem = f"table_{group_name(key)}"  # type: ignore[arg-type]
         title = group_title(key)  # type: ignore[arg-type]
@@ -202,7 +201,8 @@ def render_report(table: pd.DataFrame, out: Path) -> list[Path]:
 
     md += _published_section(table, out, files)
     md += _uncertainty_section(table)
-    md += ["## Plots\n", "![Spearman against k](spearman_vs_k.png)\n", "![Invalid outputs](invalid_rate.png)\n"]
+    if plots:
+        md += ["## Plots\n", *(f"![{p.stem.replace('_', ' ')}]({p.name})\n" for p in plots)]
     md += ["## Runs\n", _md_table(["ref", "run folder"], [[r.ref, f"`{r.run_dir}`"] for r in table.itertuples()])]
     bad = table[table["mismatch"].astype(bool)]
     if len(bad):
