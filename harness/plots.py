@@ -40,9 +40,8 @@ def plot_spearman_vs_k(table: pd.DataFrame, path: Path) -> list[Path]:
     instrs = _ordered(t["instr"])
     models = list(dict.fromkeys(t["model"] + _seed_suffix(t)))
     colors = {m: plt.get_cmap("tab10")(i % 10) for i, m in enumerate(models)}
-    fig, axes = plt.subplots(
-        len(datasets), len(instrs), figsize=(3.6 * len(instrs) + 1.8, 3.0 * len(datasets)), squeeze=False, sharex=True, sharey="row"
-    )
+    size = (3.6 * len(instrs) + 1.8, 3.0 * len(datasets))
+    fig, axes = plt.subplots(len(datasets), len(instrs), figsize=size, squeeze=False, sharex=True, sharey="row")
     shots = sorted(t["shots"].unique())
     for i, ds in enumerate(datasets):
         for j, instr in enumerate(instrs):
