@@ -284,6 +284,8 @@ def compare_runs(a_dir: Path, b_dir: Path, n_resamples: int = 2000, seed: int = 
                 seed,
             )
             p_boot = "–" if r.p_bootstrap is None else f"{r.p_bootstrap:.4f}"
+            if r.p_bootstrap is not None and r.p_bootstrap <= 2 / (n_resamples + 1):
+                p_boot = f"≤ {p_boot}"  # no resample crossed 0: the bootstrap can say no more than this
             p_w = "–" if r.p_williams is None else f"{r.p_williams:.4g}"
             lines.append(
                 f"| {scope} | {metric} | {r.n} | {_f(r.a)} | {_f(r.b)} | {_f(r.diff)} | [{_f(r.low)}, {_f(r.high)}] "

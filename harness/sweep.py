@@ -85,6 +85,8 @@ def finished_runs(results_dir: Path) -> dict[str, Path]:
         return found
     for config_path in sorted(results_dir.glob("*/config.json")):  # run ids end in a timestamp: newest last
         run_dir = config_path.parent
+        if run_dir.name.startswith("."):
+            continue  # a folder still being staged
         try:
             config = json.loads(config_path.read_text(encoding="utf-8"))
             metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))

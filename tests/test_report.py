@@ -180,7 +180,7 @@ def test_compare_prints_paired_p_values(tmp_path: Path) -> None:
     text = compare_runs(a, b, n_resamples=300)
     assert str(a) in text and str(b) in text
     row = next(line for line in text.splitlines() if line.startswith("| all (fallback included) | spearman"))
-    p_boot = float(row.split("|")[8])
+    p_boot = float(row.split("|")[8].strip(" ≤"))
     assert p_boot < 0.01
 
 
