@@ -70,19 +70,9 @@ def score(prep: Prepared, completions: dict[str, Completion] | None, seed: int) 
             prediction = None  # no answer yet (dry run) or a failed request: never a fallback draw
         else:
             prediction = parsed if valid else fallback_score(seed, q.id, prep.dataset.label_range)
+        pair = pairs.get(q.id)
         out.append(
-            Scored(
-                q.id,
-                req.prompt,
-                tuple(s.id for s in shots),
-                text,
-                parsed,
-                valid,
-                prediction,
-                q.label,
-                error,
-                pairs.get(q.id),
-            )
+            Scored(q.id, req.prompt, tuple(s.id for s in shots), text, parsed, valid, prediction, q.label, error, pair)
         )
     return out
 
