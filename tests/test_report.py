@@ -188,3 +188,10 @@ def test_compare_refuses_runs_on_different_data(tmp_path: Path) -> None:
     results = tmp_path / "results"
     with pytest.raises(HarnessError, match="differ in dataset"):
         compare_runs(_fake_run(results, "a", "gpt-4"), _fake_run(results, "b", "gpt-4", dataset="stsb"))
+
+
+def test_csts_samples_carry_their_sentence_pair_for_the_bootstrap(tmp_path: Path, csts_dir: Path) -> None:
+    run_dir = _offline_run(tmp_path / "results", "overlap", dataset="csts", data_dir=csts_dir)
+    lines = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    # The synthetic release, like the real one, lists a pair's two conditions as rows 2i and 2i+1.
+    assert [s["pair"] for s in lines] == [str(i - i % 2) for i in range(len(lines))]
