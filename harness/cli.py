@@ -119,7 +119,11 @@ def _fmt(value: object) -> str:
 
 def cmd_run(argv: Sequence[str]) -> int:
     from harness.runner import run  # deferred: `--help` stays instant
+    from harness.sweep import split_grid
 
+    single, grid = split_grid(argv)
+    if grid:  # comma lists in --model/--shots/--instr/--dataset: a sweep
+        return cmd_sweep(single, grid)
     config = config_from_args(run_parser().parse_args(argv))
     result = run(config)
     m = result.metrics
@@ -202,7 +206,100 @@ def cmd_data_report(argv: Sequence[str]) -> int:
     return 0
 
 
-COMMANDS = {"extract": cmd_extract, "data-report": cmd_data_report}
+# --- sweeps, reports, comparisons and overlap ----------------------------------------------------
+
+
+def cmd_sweep(argv: Sequence[str], grid: dict[str, list[str]]) -> int:
+    from harness.sweep import run_sweep
+
+    result = run_sweep(config_from_args(run_parser().parse_args(argv)), grid)
+    print(f"sweep: {len(result.cells)} cells ({sum(c.reused for c in result.cells)} reused) -> {result.sweep_dir}")
+    return 0
+
+
+def report_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="run_eval.py report",
+        description="Tables (md/csv/tex), plots and CIs from run or sweep folders; calls no model.",
+    )
+    p.add_argument("paths", nargs="+", type=Path, help="run folders and/or sweep folders")
+    p.add_argument(
+        "--out", type=Path, help="report folder (default: SWEEP/report for one sweep, else results/report-TIME)"
+    )
+    p.add_argument("--published", type=Path, help="published numbers CSV (default: the bundled paper_results.csv)")
+    return p
+
+
+def cmd_report(argv: Sequence[str]) -> int:
+    from datetime import UTC, datetime
+
+    from harness.published import load_published
+    from harness.report import write_report
+
+    a = report_parser().parse_args(argv)
+    out = a.out
+    if out is None:
+        one_sweep = len(a.paths) == 1 and (a.paths[0] / "sweep.json").is_file()
+        out = (
+            a.paths[0] / "report" if one_sweep else Path("results") / datetime.now(UTC).strftime("report-%Y%m%d-%H%M%S")
+        )
+    out_dir = write_report(a.paths, out, load_published(a.published) if a.published else None)
+    print((out_dir / "report.md").read_text(encoding="utf-8").split("## Published")[0].rstrip())
+    print(f"report: {out_dir}")
+    return 0
+
+
+def compare_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="run_eval.py compare", description="Paired comparison of two runs on the items both answered."
+    )
+    p.add_argument("run_a", type=Path)
+    p.add_argument("run_b", type=Path)
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def cmd_compare(argv: Sequence[str]) -> int:
+    from harness.report import compare_runs
+
+    a = compare_parser().parse_args(argv)
+    print(compare_runs(a.run_a, a.run_b, a.resamples, a.seed), end="")
+    return 0
+
+
+def overlap_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="run_eval.py overlap", description="Text shared between the few-shot pool and the evaluated split."
+    )
+    p.add_argument("--dataset", default="csts", choices=["csts", "stsb"])
+    p.add_argument("--pool", default="train", help="the split shots come from (default train)")
+    p.add_argument("--eval", default="validation", help="the evaluated split (default validation)")
+    p.add_argument("--data-dir", type=Path, help="directory with csts_{train,validation,test}.csv")
+    p.add_argument("--archive", type=Path, help="the encrypted release csts.tar.enc (decrypted in memory)")
+    p.add_argument("--password-file", type=Path, help="file holding the archive's password")
+    return p
+
+
+def cmd_overlap(argv: Sequence[str]) -> int:
+    from harness.data import load_dataset
+    from harness.overlap import format_overlap, overlap
+
+    a = overlap_parser().parse_args(argv)
+    evaluated = load_dataset(a.dataset, a.eval, a.data_dir, a.archive, a.password_file).examples
+    pool = load_dataset(a.dataset, a.pool, a.data_dir, a.archive, a.password_file).examples
+    print(f"{a.dataset}: pool {a.pool} ({len(pool):,} rows) vs evaluated {a.eval} ({len(evaluated):,} rows)")
+    print(format_overlap(overlap(pool, evaluated), a.pool, a.eval), end="")
+    return 0
+
+
+COMMANDS = {
+    "extract": cmd_extract,
+    "data-report": cmd_data_report,
+    "report": cmd_report,
+    "compare": cmd_compare,
+    "overlap": cmd_overlap,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

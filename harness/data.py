@@ -7,6 +7,7 @@ import hashlib
 import io
 import math
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from harness.release import OBTAIN_HINT, SPLIT_FILES, decrypt_release, read_password
@@ -176,3 +177,9 @@ def pair_key(example: Example) -> tuple[str, str]:
     """A sentence pair regardless of order, so (a, b) and (b, a) count as one pair."""
     a, b = example.sentence1, example.sentence2
     return (a, b) if a <= b else (b, a)
+
+
+def pair_ids(examples: Iterable[Example]) -> dict[str, str]:
+    """Example id -> id of the first example with the same sentence pair: one cluster per pair."""
+    first: dict[tuple[str, str], str] = {}
+    return {e.id: first.setdefault(pair_key(e), e.id) for e in examples}

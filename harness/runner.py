@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from harness.backends import make_backend
 from harness.backends.base import Backend
-from harness.data import load_dataset
+from harness.data import load_dataset, pair_ids
 from harness.dispatch import complete_all
 from harness.fewshot import ShotPicker
 from harness.labels import apply_label_set, take_subset
@@ -61,6 +61,7 @@ def prepare(config: RunConfig) -> Prepared:
 
 def score(prep: Prepared, completions: dict[str, Completion] | None, seed: int) -> list[Scored]:
     """Parse each output by the reference rule; an invalid one gets the seeded fallback draw."""
+    pairs = pair_ids(prep.dataset.examples) if prep.dataset.name == "csts" else {}
     out = []
     for q, shots, req in zip(prep.queries, prep.shots, prep.requests, strict=True):
         c = completions[req.id] if completions is not None else None
@@ -72,8 +73,9 @@ def score(prep: Prepared, completions: dict[str, Completion] | None, seed: int) 
             prediction = None  # no answer yet (dry run) or a failed request: never a fallback draw
         else:
             prediction = parsed if valid else fallback_score(seed, q.id, prep.dataset.label_range)
+        pair = pairs.get(q.id)
         out.append(
-            Scored(q.id, req.prompt, tuple(s.id for s in shots), text, parsed, valid, prediction, q.label, error)
+            Scored(q.id, req.prompt, tuple(s.id for s in shots), text, parsed, valid, prediction, q.label, error, pair)
         )
     return out
 
@@ -110,14 +112,29 @@ def config_record(config: RunConfig, prep: Prepared, backend: Backend | None) ->
     }
 
 
-def run(config: RunConfig) -> RunResult:
-    """Evaluate one setting and write its run folder."""
+@dataclass(frozen=True)
+class Planned:
+    """A run up to its first model call: the backend, the prompts and config.json (with its config_hash)."""
+
+    backend: Backend | None
+    prep: Prepared
+    record: dict[str, Any]
+
+
+def plan(config: RunConfig) -> Planned:
+    """Build the backend, prompts and config record without calling a model (sweeps use config_hash to reuse runs)."""
     backend = None if config.dry_run else make_backend(config, _label_range(config.dataset))
     prep = prepare(config)
+    return Planned(backend, prep, config_record(config, prep, backend))
+
+
+def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
+    """Evaluate one setting and write its run folder."""
+    planned = planned or plan(config)
+    backend, prep, record = planned.backend, planned.prep, planned.record
     run_id = config.run_id or make_run_id(
         config.dataset, _split_label(config), config.model, config.shots, Path(prep.renderer.name).stem
     )
-    record = config_record(config, prep, backend)
     if backend is None:
         tokens, method = count_tokens([r.prompt for r in prep.requests], config.model)
         metrics = {"dry_run": True, "requests": len(prep.requests), "prompt_tokens": tokens, "token_count": method}

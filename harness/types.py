@@ -73,6 +73,7 @@ class Scored:
     prediction: float | None  # parsed value, or the seeded fallback draw; None only on error/dry run
     label: float | None
     error: str | None = None
+    pair: str | None = None  # C-STS: id of the first row with this sentence pair (bootstrap clusters); else None
 
 
 @dataclass(frozen=True)

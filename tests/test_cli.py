@@ -32,7 +32,18 @@ def test_offline_stsb_run_writes_a_complete_folder(tmp_path: Path, capsys: pytes
     assert sorted(p.name for p in run_dir.iterdir()) == ["config.json", "metrics.json", "samples.jsonl"]
     samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 30
-    assert set(samples[0]) == {"id", "prompt", "shot_ids", "output", "parsed", "valid", "prediction", "label", "error"}
+    assert set(samples[0]) == {
+        "id",
+        "prompt",
+        "shot_ids",
+        "output",
+        "parsed",
+        "valid",
+        "prediction",
+        "label",
+        "error",
+        "pair",
+    }
     assert all(len(s["shot_ids"]) == 2 and s["valid"] for s in samples)
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["n"] == 30 and metrics["invalid_pct"] == 0.0

@@ -1,0 +1,108 @@
+"""Published numbers (Deshpande et al. 2023 Tables 4, 11, 12; Tu et al. 2024 Table 4) and our model ids for them."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.types import HarnessError
+
+# Vendored as package data (beside the bundled STS-B), so `report` finds it from any working directory and
+# in a non-editable install; results/ is for run outputs. Source: ../shared/paper_results.csv.
+PAPER_RESULTS = Path(__file__).parent / "data" / "paper_results.csv"
+
+# Published model name -> the model ids a run may have used for it. Explicit, so a match is never a guess.
+# Deshpande et al. 2023 §5.2: gpt-3.5-turbo-0301 and gpt-4-0314 through the OpenAI API; the open models
+# are the Hugging Face checkpoints of Flan-T5, Flan-UL2 and Tk-Instruct (the "-def" definition-only variants).
+ALIASES: dict[str, tuple[str, ...]] = {
+    "GPT-4": ("gpt-4-0314", "gpt-4"),
+    "ChatGPT-3.5": ("gpt-3.5-turbo-0301", "gpt-3.5-turbo"),
+    "GPT-3.5": ("gpt-3.5-turbo-0301", "gpt-3.5-turbo"),  # Table 4's name for the same model
+    "Flan-T5-SMALL": ("google/flan-t5-small",),
+    "Flan-T5-BASE": ("google/flan-t5-base",),
+    "Flan-T5-LARGE": ("google/flan-t5-large",),
+    "Flan-T5-XL": ("google/flan-t5-xl",),
+    "Flan-T5-XXL": ("google/flan-t5-xxl",),
+    "Flan-UL2": ("google/flan-ul2",),
+    "Tk-Instruct-3B": ("allenai/tk-instruct-3b-def",),
+    "Tk-Instruct-11B": ("allenai/tk-instruct-11b-def",),
+}
+_BY_MODEL_ID = {model_id.lower(): name for name, ids in ALIASES.items() for model_id in ids}
+
+
+@dataclass(frozen=True)
+class Published:
+    """One row of paper_results.csv: numbers ×100, None where the paper gives none."""
+
+    source: str
+    dataset: str
+    split: str
+    model: str
+    instr: str
+    shots: int
+    invalid_pct: float | None
+    pearson: float | None
+    spearman: float | None
+    variant: str
+    labels: str
+
+
+def published_names(model_id: str) -> set[str]:
+    """Published names our model id stands for (GPT-3.5 and ChatGPT-3.5 are one model); empty if none."""
+    name = _BY_MODEL_ID.get(model_id.lower())
+    if name is None:
+        return set()
+    ids = set(ALIASES[name])
+    return {n for n, other in ALIASES.items() if ids & set(other)}
+
+
+def _number(text: str) -> float | None:
+    return float(text) if text.strip() else None
+
+
+def load_published(path: Path = PAPER_RESULTS) -> list[Published]:
+    """Every published row; a malformed file is one clear error."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+        return [
+            Published(
+                r["source"],
+                r["dataset"],
+                r["split"],
+                r["model"],
+                r["instr"],
+                int(r["shots"]),
+                _number(r["invalid_pct"]),
+                _number(r["pearson"]),
+                _number(r["spearman"]),
+                r.get("variant") or "sentences",
+                r.get("labels") or "original",
+            )
+            for r in rows
+        ]
+    except OSError as e:
+        raise HarnessError(f"cannot read published results {path}: {e.strerror}") from None
+    except (KeyError, ValueError) as e:
+        raise HarnessError(f"{path}: malformed published results ({e})") from None
+
+
+def match(
+    published: list[Published],
+    model_id: str,
+    dataset: str,
+    split: str,
+    instr: str,
+    shots: int,
+    variant: str = "sentences",
+    labels: str = "original",
+) -> Published | None:
+    """The published row for exactly this setting (model via ALIASES), or None."""
+    names = published_names(model_id)
+    for p in published:
+        if (p.model, p.dataset, p.split, p.instr, p.shots, p.variant, p.labels) in {
+            (n, dataset, split, instr, shots, variant, labels) for n in names
+        }:
+            return p
+    return None

@@ -1,0 +1,182 @@
+"""Grids in one command: every (dataset, model, instruction, k) cell its own run folder, finished cells reused."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.data import SPLITS
+from harness.types import HarnessError, RunConfig
+
+# The options that may hold comma lists, and the RunConfig field each sets.
+GRID_OPTIONS = {"--dataset": "dataset", "--model": "model", "--instr": "instr", "--shots": "shots"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One setting of a sweep and where its results are."""
+
+    config: RunConfig
+    config_hash: str
+    run_dir: Path
+    reused: bool
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    sweep_dir: Path
+    cells: tuple[Cell, ...]
+
+
+def split_grid(argv: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """Pull comma lists out of argv: (argv with each list's first value, {field: values}); no lists -> {}."""
+    out, grid = list(argv), {}
+    i = 0
+    while i < len(out):
+        opt, eq, value = out[i].partition("=")
+        if opt in GRID_OPTIONS and (eq or i + 1 < len(out)):
+            j = i if eq else i + 1
+            value = value if eq else out[j]
+            if "," in value:
+                values = [v.strip() for v in value.split(",")]
+                if any(not v for v in values):
+                    raise HarnessError(f"{opt} {value!r}: empty item in the comma list")
+                grid[GRID_OPTIONS[opt]] = list(dict.fromkeys(values))  # order kept, repeats dropped
+                out[j] = f"{opt}={values[0]}" if eq else values[0]
+            i = j
+        i += 1
+    return out, grid
+
+
+def cells(base: RunConfig, grid: dict[str, list[str]]) -> list[RunConfig]:
+    """Every combination of the grid's values over the base config, dataset-major (one data load after another)."""
+    if base.run_id is not None:
+        raise HarnessError("--run-id names one run; a sweep names each cell's run folder itself")
+    axes: dict[str, list[Any]] = {name: [getattr(base, name)] for name in GRID_OPTIONS.values()}
+    for name, values in grid.items():
+        axes[name] = [_shots(v) for v in values] if name == "shots" else values
+    for d in axes["dataset"]:
+        if d not in SPLITS:
+            raise HarnessError(f"unknown dataset {d!r} in --dataset; choose from {', '.join(SPLITS)}")
+    combos = itertools.product(*(axes[name] for name in GRID_OPTIONS.values()))
+    return [dataclasses.replace(base, **dict(zip(GRID_OPTIONS.values(), c, strict=True))) for c in combos]
+
+
+def _shots(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise HarnessError(f"--shots: {value!r} is not an integer") from None
+
+
+def finished_runs(results_dir: Path) -> dict[str, Path]:
+    """config_hash -> the newest run folder under results_dir that finished: metrics written, no failed requests."""
+    found: dict[str, Path] = {}
+    if not results_dir.is_dir():
+        return found
+    for config_path in sorted(results_dir.glob("*/config.json")):  # run ids end in a timestamp: newest last
+        run_dir = config_path.parent
+        if run_dir.name.startswith("."):
+            continue  # a folder still being staged
+        try:
+            config = json.loads(config_path.read_text(encoding="utf-8"))
+            metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # not a finished run folder
+        if metrics.get("dry_run") or metrics.get("errors", 0) or "config_hash" not in config:
+            continue  # a dry run answered nothing; failed requests deserve a retry
+        found[config["config_hash"]] = run_dir
+    return found
+
+
+def run_sweep(base: RunConfig, grid: dict[str, list[str]], log: Callable[[str], None] = print) -> SweepResult:
+    """Plan every cell first (bad settings fail before any model call), run the unfinished ones, then report."""
+    from harness.report import write_report  # deferred: matplotlib only when a sweep finishes
+    from harness.runner import plan, run
+
+    configs = cells(base, grid)
+    # Planning every cell up front catches a bad template, split or model before any request is sent.
+    hashes = [plan(c).record["config_hash"] for c in configs]
+    done = {} if base.dry_run else finished_runs(base.results_dir)
+    results = []
+    for i, (config, config_hash) in enumerate(zip(configs, hashes, strict=True), start=1):
+        label = f"[{i}/{len(configs)}] {config.dataset} {config.model} {config.instr} k={config.shots}"
+        if config_hash in done:
+            log(f"{label}: reused {done[config_hash]}")
+            results.append(Cell(config, config_hash, done[config_hash], True))
+            continue
+        result = run(config)
+        done[config_hash] = result.run_dir
+        log(f"{label}: {_summary(result.metrics)} -> {result.run_dir}")
+        results.append(Cell(config, config_hash, result.run_dir, False))
+    sweep_dir = _write_sweep(base, grid, results, write_report)
+    return SweepResult(sweep_dir, tuple(results))
+
+
+def _summary(metrics: dict[str, Any]) -> str:
+    if metrics.get("dry_run"):
+        return f"dry run, {metrics['requests']} requests"
+    parts = [f"invalid={metrics['invalid_pct']:.1f}%"] if metrics.get("invalid_pct") is not None else []
+    parts += [f"{k}={metrics[k]:.2f}" for k in ("spearman", "pearson") if metrics.get(k) is not None]
+    return " ".join(parts) or "no labels"
+
+
+def _write_sweep(
+    base: RunConfig, grid: dict[str, list[str]], results: list[Cell], write_report: Callable[..., Any]
+) -> Path:
+    """Stage sweep.json and the report, then rename the folder into place."""
+    results_dir = base.results_dir
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    final = results_dir / f"sweep-{stamp}"
+    n = 1
+    while final.exists():
+        n += 1
+        final = results_dir / f"sweep-{stamp}-{n}"
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=results_dir))
+    try:
+        record = {
+            "created": stamp,
+            "grid": {name: grid.get(name, [getattr(base, name)]) for name in GRID_OPTIONS.values()},
+            "split": base.split,
+            "seed": base.seed,
+            "limit": base.limit,
+            # Run folders are named relative to this folder's parent, so a moved results/ keeps working.
+            "cells": [
+                {
+                    "dataset": c.config.dataset,
+                    "model": c.config.model,
+                    "instr": c.config.instr,
+                    "shots": c.config.shots,
+                    "config_hash": c.config_hash,
+                    "run_dir": os.path.relpath(c.run_dir, results_dir),
+                    "reused": c.reused,
+                }
+                for c in results
+            ],
+        }
+        (staging / "sweep.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        if not base.dry_run:
+            write_report([c.run_dir for c in results], staging / "report")
+        os.rename(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return final
+
+
+def sweep_run_dirs(sweep_dir: Path) -> list[Path]:
+    """The run folders a sweep.json lists, resolved beside the sweep folder."""
+    try:
+        record = json.loads((sweep_dir / "sweep.json").read_text(encoding="utf-8"))
+        return [sweep_dir.parent / c["run_dir"] for c in record["cells"]]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise HarnessError(f"{sweep_dir}/sweep.json is unreadable: {e}") from None

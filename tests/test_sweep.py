@@ -1,0 +1,105 @@
+"""Grids in one command: every cell once, each its own run folder, finished cells reused on the next call."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.sweep import cells, finished_runs, split_grid
+from harness.types import HarnessError, RunConfig
+
+
+def _run_dirs(results: Path) -> list[Path]:
+    return sorted(p.parent for p in results.glob("*/config.json"))
+
+
+def _sweep_args(results: Path, csts_dir: Path) -> list[str]:
+    return [
+        "--model", "overlap,random",
+        "--shots", "0,2",
+        "--instr", "none,short",
+        "--dataset", "csts,stsb",
+        "--limit", "8",
+        "--data-dir", str(csts_dir),
+        "--results-dir", str(results),
+        "--no-progress",
+    ]  # fmt: skip
+
+
+def test_split_grid_takes_comma_lists_out_and_keeps_the_rest() -> None:
+    argv, grid = split_grid(["--model", "a,b", "--shots=0,2,4", "--instr", "long", "--seed", "1,2"])
+    assert argv == ["--model", "a", "--shots=0", "--instr", "long", "--seed", "1,2"]
+    assert grid == {"model": ["a", "b"], "shots": ["0", "2", "4"]}
+
+
+def test_single_values_are_not_a_grid() -> None:
+    argv = ["--model", "overlap", "--shots", "2", "--dataset", "stsb"]
+    assert split_grid(argv) == (argv, {})
+
+
+def test_cells_cover_the_product_once() -> None:
+    configs = cells(RunConfig(model="x"), {"model": ["a", "b"], "shots": ["0", "2", "4"], "instr": ["none", "long"]})
+    keys = {(c.model, c.shots, c.instr, c.dataset) for c in configs}
+    assert len(configs) == len(keys) == 12
+
+
+def test_sweep_runs_every_cell_once_and_writes_a_sweep_folder(tmp_path: Path, csts_dir: Path) -> None:
+    results = tmp_path / "results"
+    assert main(_sweep_args(results, csts_dir)) == 0
+    runs = _run_dirs(results)
+    sweeps = list(results.glob("sweep-*"))
+    assert len(runs) == 16 and len(sweeps) == 1
+    record = json.loads((sweeps[0] / "sweep.json").read_text())
+    assert sorted(results / c["run_dir"] for c in record["cells"]) == runs
+    settings = {(c["dataset"], c["model"], c["instr"], c["shots"]) for c in record["cells"]}
+    assert len(settings) == 16
+    assert (sweeps[0] / "report" / "report.md").is_file()
+
+
+def test_second_sweep_reuses_finished_cells(tmp_path: Path, csts_dir: Path) -> None:
+    results = tmp_path / "results"
+    assert main(_sweep_args(results, csts_dir)) == 0
+    first = _run_dirs(results)
+    assert main(_sweep_args(results, csts_dir)) == 0
+    assert _run_dirs(results) == first
+    latest = max(results.glob("sweep-*"), key=lambda p: p.name)
+    record = json.loads((latest / "sweep.json").read_text())
+    assert all(c["reused"] for c in record["cells"])
+    assert sorted(results / c["run_dir"] for c in record["cells"]) == first
+
+
+def test_a_changed_setting_is_not_reused(tmp_path: Path, csts_dir: Path) -> None:
+    results = tmp_path / "results"
+    args = _sweep_args(results, csts_dir)
+    assert main(args) == 0
+    args[args.index("--limit") + 1] = "6"
+    assert main(args) == 0
+    assert len(_run_dirs(results)) == 32
+
+
+def test_a_run_with_failed_requests_is_not_finished(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    assert main(["--model", "overlap", "--dataset", "stsb", "--limit", "3", "--results-dir", str(results)]) == 0
+    (run,) = _run_dirs(results)
+    config_hash = json.loads((run / "config.json").read_text())["config_hash"]
+    assert finished_runs(results) == {config_hash: run}
+    metrics = json.loads((run / "metrics.json").read_text())
+    (run / "metrics.json").write_text(json.dumps(metrics | {"errors": 1}))
+    assert finished_runs(results) == {}
+
+
+def test_a_bad_value_fails_before_any_cell_runs(tmp_path: Path, csts_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    results = tmp_path / "results"
+    args = _sweep_args(results, csts_dir)
+    args[args.index("--instr") + 1] = "none,bogus"
+    assert main(args) == 2
+    assert "unknown instruction level 'bogus'" in capsys.readouterr().err
+    assert _run_dirs(results) == []
+
+
+def test_run_id_with_a_grid_is_refused() -> None:
+    with pytest.raises(HarnessError, match="--run-id"):
+        cells(RunConfig(model="a", run_id="mine"), {"model": ["a", "b"]})
