@@ -13,10 +13,10 @@ import pytest
 pytest.importorskip("torch", reason='the hf extra is not installed: pip install -e ".[hf]"')
 pytest.importorskip("transformers", reason='the hf extra is not installed: pip install -e ".[hf]"')
 
-from harness.backends.hf import HFBackend, _until_eos  # noqa: E402
-from harness.cli import main  # noqa: E402
-from harness.types import Completion, HarnessError, LocalOptions, Request  # noqa: E402
-from tests.tiny_models import CONTEXT, save_tiny_gpt2, save_tiny_t5  # noqa: E402
+from harness.backends.hf import HFBackend, _until_eos
+from harness.cli import main
+from harness.types import Completion, HarnessError, LocalOptions, Request
+from tests.tiny_models import CONTEXT, save_tiny_gpt2, save_tiny_t5
 
 
 @pytest.fixture(scope="session")

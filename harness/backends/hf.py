@@ -26,7 +26,9 @@ def require_hf() -> tuple[Any, Any]:
         import transformers
     except ImportError as e:
         missing = e.name or "torch/transformers"
-        raise HarnessError(f"the hf backend needs torch and transformers ({missing} is not installed): {INSTALL_HINT}")
+        raise HarnessError(
+            f"the hf backend needs torch and transformers ({missing} is not installed): {INSTALL_HINT}"
+        ) from None
     return torch, transformers
 
 
@@ -115,10 +117,8 @@ class HFBackend:
         """Token ids of each prompt: raw text as the paper sent it, or wrapped in the chat template."""
         tok = self.load().tokenizer
         if self.options.chat:
-            texts = [
-                tok.apply_chat_template([{"role": "user", "content": r.prompt}], tokenize=False, add_generation_prompt=True)
-                for r in requests
-            ]
+            conversations = [[{"role": "user", "content": r.prompt}] for r in requests]
+            texts = [tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
             ids = tok(texts, add_special_tokens=False)["input_ids"]  # the template already holds them
         else:
             ids = tok([r.prompt for r in requests])["input_ids"]
