@@ -115,14 +115,15 @@ def one(model_dir: str, n: int, batch_size: int, dtype: str) -> dict[str, object
     asyncio.run(run(requests[:batch_size]))  # warm-up: first-call allocations and kernel choices
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     done = asyncio.run(run(requests))
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     return {
         "batch_size": batch_size,
         "prompts": len(done),
         "errors": sum(c.error is not None for c in done),
         "seconds": round(seconds, 2),
+        "cpu_seconds": round(cpu_seconds, 1),  # all threads: steadier than wall time on a shared machine
         "prompts_per_s": round(len(done) / seconds, 2),
         "new_tokens_per_s": round(sum(c.usage.output_tokens for c in done) / seconds, 1),
         "mean_prompt_tokens": round(sum(lengths) / len(lengths), 1),
@@ -150,19 +151,19 @@ def main() -> None:
         params = build(Path(d), a.shape)
         print(f"model: randomly initialised {a.shape}-shaped T5, {params / 1e6:.1f}M parameters, dtype {a.dtype}")
         print(f"prompts: {a.n} C-STS k=4 long, T5 layout, {source}; 20 new tokens each (greedy)")
-        header = (
-            f"{'batch':>5} {'prompts/s':>9} {'new tok/s':>9} {'seconds':>8} {'prompt tok':>10} {'peak RSS MiB':>12}"
-        )
-        print(header + f" {'peak GPU MiB':>12} {'errors':>6}")
+        header = f"{'batch':>5} {'prompts/s':>9} {'new tok/s':>9} {'seconds':>8} {'CPU s':>7} {'prompt tok':>10}"
+        print(header + f" {'peak RSS MiB':>12} {'peak GPU MiB':>12} {'errors':>6}")
         for bs in a.batch_sizes:
             cmd = [sys.executable, __file__, "--one", d, str(a.n), str(bs), "--dtype", a.dtype]
             out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
             r = json.loads(out)
             print(
                 f"{r['batch_size']:>5} {r['prompts_per_s']:>9} {r['new_tokens_per_s']:>9} {r['seconds']:>8} "
-                f"{r['mean_prompt_tokens']:>10} {r['peak_rss_mib']:>12} {r['peak_gpu_mib']!s:>12} {r['errors']:>6}"
+                f"{r['cpu_seconds']:>7} {r['mean_prompt_tokens']:>10} {r['peak_rss_mib']:>12} "
+                f"{r['peak_gpu_mib']!s:>12} {r['errors']:>6}"
             )
         print(f"device: {r['device']}, torch threads: {r['threads']}, max prompt tokens: {r['max_prompt_tokens']}")
+        print(f"load average (other work on this machine skews wall times): {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
