@@ -83,6 +83,12 @@ class HFBackend:
         try:
             config = tf.AutoConfig.from_pretrained(self.model)
             encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
+            # Deshpande et al. reference code: left padding for GPT-style models, right for T5.
+            tokenizer = tf.AutoTokenizer.from_pretrained(
+                self.model, padding_side="right" if encoder_decoder else "left"
+            )
+            if self.options.chat and not getattr(tokenizer, "chat_template", None):
+                raise HarnessError(f"--chat: the tokenizer of {self.model!r} has no chat template")
             cls = tf.AutoModelForSeq2SeqLM if encoder_decoder else tf.AutoModelForCausalLM
             kwargs: dict[str, Any] = {"dtype": _torch_dtype(torch, self.options.dtype)}
             cuda = torch.cuda.is_available()
@@ -92,17 +98,11 @@ class HFBackend:
             if cuda and "device_map" not in kwargs:
                 model = model.to("cuda")
             model.eval()
-            # Deshpande et al. reference code: left padding for GPT-style models, right for T5.
-            tokenizer = tf.AutoTokenizer.from_pretrained(
-                self.model, padding_side="right" if encoder_decoder else "left"
-            )
         except (OSError, ValueError, ImportError) as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise HarnessError(f"cannot load {self.model!r} with transformers: {first}") from None
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token  # as the reference code did for GPT models
-        if self.options.chat and not getattr(tokenizer, "chat_template", None):
-            raise HarnessError(f"--chat: the tokenizer of {self.model!r} has no chat template")
         eos = model.generation_config.eos_token_id
         eos_ids = {*(eos if isinstance(eos, list) else [eos]), tokenizer.eos_token_id} - {None}
         max_positions = None
