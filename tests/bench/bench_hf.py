@@ -87,7 +87,7 @@ def build(directory: Path, shape: str) -> int:
         num_decoder_layers=layers,
         num_heads=heads,
         feed_forward_proj="gated-gelu",
-        tie_word_embeddings=False,
+        tie_word_embeddings=False,  # Flan-T5 has its own head; transformers 5 ties it anyway when built from config
         pad_token_id=0,
         eos_token_id=1,
         decoder_start_token_id=0,
