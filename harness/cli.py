@@ -66,12 +66,36 @@ def api_options(a: argparse.Namespace) -> ApiOptions:
 # --- local GPU backend options -------------------------------------------------------------------
 
 
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
 def add_local_args(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--chat", action="store_true", help="apply the model's chat template (off: raw text, as the paper)")
+    g.add_argument("--dtype", default="auto", choices=DTYPES, help="weights and activations (auto: the checkpoint's)")
+    g.add_argument("--tensor-parallel", type=int, default=1, metavar="N", help="vllm: split the model over N GPUs")
+    g.add_argument(
+        "--gpu-memory-utilization", type=float, default=0.9, metavar="F", help="vllm: share of GPU memory (0-1]"
+    )
+    g.add_argument("--max-model-len", type=int, metavar="N", help="vllm: context length (default: the model's)")
+    g.add_argument("--batch-size", type=int, metavar="N", help="hf: prompts per batch (default: chosen to fit memory)")
 
 
 def local_options(a: argparse.Namespace) -> LocalOptions:
-    return LocalOptions(chat=a.chat)
+    for flag, value in (("--tensor-parallel", a.tensor_parallel), ("--max-model-len", a.max_model_len)):
+        if value is not None and value < 1:
+            raise HarnessError(f"{flag} must be at least 1, got {value}")
+    if a.batch_size is not None and a.batch_size < 1:
+        raise HarnessError(f"--batch-size must be at least 1, got {a.batch_size}")
+    if not 0 < a.gpu_memory_utilization <= 1:
+        raise HarnessError(f"--gpu-memory-utilization must be in (0, 1], got {a.gpu_memory_utilization}")
+    return LocalOptions(
+        chat=a.chat,
+        dtype=a.dtype,
+        tensor_parallel=a.tensor_parallel,
+        gpu_memory_utilization=a.gpu_memory_utilization,
+        max_model_len=a.max_model_len,
+        batch_size=a.batch_size,
+    )
 
 
 # -------------------------------------------------------------------------------------------------

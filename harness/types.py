@@ -87,7 +87,12 @@ class ApiOptions:
 class LocalOptions:
     """How local GPU backends (vllm, hf) load and run a model."""
 
-    chat: bool = False
+    chat: bool = False  # apply the model's chat template (off: raw text, as the paper sent)
+    dtype: str = "auto"  # auto | float32 | float16 | bfloat16
+    tensor_parallel: int = 1  # vllm: GPUs one model is split over
+    gpu_memory_utilization: float = 0.9  # vllm: share of each GPU the engine may take
+    max_model_len: int | None = None  # vllm: context length (None: the model's own)
+    batch_size: int | None = None  # hf: prompts per generate call (None: chosen to fit memory)
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 
 from harness.backends.base import Backend
+from harness.backends.hf import HFBackend
 from harness.backends.offline import OverlapScorer, RandomScorer
+from harness.backends.vllm import VllmBackend
 from harness.types import HarnessError, RunConfig
 
 OFFLINE_MODELS = ("random", "overlap")
-BACKENDS = ("offline", "openai", "anthropic")
+BACKENDS = ("offline", "openai", "anthropic", "vllm", "hf")  # vllm, hf: a hub id or local path, never implied
 _KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
@@ -43,5 +45,9 @@ def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend
             if not os.environ.get(_KEYS[name]):
                 raise HarnessError(f"{_KEYS[name]} is not set: the {name} backend needs an API key")
             raise HarnessError(f"no API backend available yet for {name!r} (use --dry-run to render prompts)")
+        case "vllm":
+            return VllmBackend(config.model, config.local, seed=config.seed)
+        case "hf":
+            return HFBackend(config.model, config.local)
         case _:
             raise HarnessError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
