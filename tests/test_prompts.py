@@ -67,3 +67,16 @@ def test_hashes_cover_included_templates() -> None:
     hashes = PromptRenderer("csts/long.j2").hashes()
     assert set(hashes) == {"csts/long.j2", "csts/none.j2"}
     assert all(len(h) == 64 for h in hashes.values())
+
+
+def test_sentences_are_stripped_and_conditions_kept_as_the_reference_does() -> None:
+    """The reference code calls .strip() on both sentences (not the condition) before joining the keys."""
+    q = Example("0", "  A cat sits. ", "A dog runs.\n", " The animal. ", None)
+    shot = Example("1", " x ", "y ", "z", 2.0)
+    text = PromptRenderer("csts/none.j2").render(q, [shot])
+    assert text == (
+        "Input:  Sentence 1:  x Sentence 2:  y Condition:  z Output: 2.0\n"
+        "Input:  Sentence 1:  A cat sits. Sentence 2:  A dog runs. Condition:   The animal.  Output: "
+    )
+    stsb = PromptRenderer("stsb/none.j2").render(Example("0", " a  b ", "c ", "", None), [])
+    assert stsb == "Input:  Sentence 1:  a  b Sentence 2:  c Output: "
