@@ -78,6 +78,8 @@ class FakeServer:
         self.calls: list[Call] = []
         self.answered: list[str] = []  # prompts answered with status 200 and a model answer
         self.attempts: dict[str, int] = {}
+        self.in_flight = 0
+        self.max_in_flight = 0  # the most requests the server held at once
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -93,7 +95,7 @@ class FakeServer:
         return f"http://127.0.0.1:{self.port}"
 
     def app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(middlewares=[self._track])
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/v1/messages", self._anthropic)
         return app
@@ -140,6 +142,15 @@ class FakeServer:
         return [c.prompt for c in self.calls]
 
     # --- request handling --------------------------------------------------------------------------
+
+    @web.middleware
+    async def _track(self, request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await handler(request)
+        finally:
+            self.in_flight -= 1
 
     async def _begin(self, request: web.Request, prompt_of: Callable[[dict[str, Any]], str]) -> tuple[str, str, dict]:
         body = await request.json()
