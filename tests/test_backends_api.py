@@ -263,3 +263,23 @@ def test_no_key_in_config_json_or_cache(csts_dir: Path, tmp_path: Path, monkeypa
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.name == "config.json" for p in files) and any(p.name.startswith("cache.sqlite") for p in files)
     assert all(KEY.encode() not in p.read_bytes() for p in files)
+
+
+def test_dry_run_prints_requests_tokens_and_cost_without_a_key(
+    csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    args = ["--model", "gpt-4", "--data-dir", str(csts_dir), "--results-dir", str(tmp_path), "--dry-run"]
+    assert main(args) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.startswith("dry run: 24 requests,") and "at most 480 output tokens" in line and "cost at most $" in line
+
+
+def test_max_cost_without_a_known_price_fails_before_any_work(
+    csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeServer() as server:
+        args = eval_args(csts_dir, tmp_path, "r", server, "--max-cost", "1")
+        args[args.index("gpt-4o")] = "my-local-model"
+        assert main([*args, "--backend", "openai"]) == 2
+    assert "--max-cost needs a price" in capsys.readouterr().err and not server.calls

@@ -174,3 +174,22 @@ def test_retry_after_is_honoured_and_capped() -> None:
     assert wait_after(RetryableError("429", retry_after=3.0)) == 3.0
     assert wait_after(RetryableError("429", retry_after=600.0)) == 10.0
     assert wait_after(RetryableError("500")) <= 0.02
+
+
+def test_refresh_sends_again_and_replaces_the_stored_answer(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    reqs = requests(3)
+    with FakeServer() as server:
+        run(server, reqs, cache=cache)
+        server.answer = lambda prompt: "5.0"
+        done, stats = run(server, reqs, cache=cache, refresh=True)
+        assert len(server.calls) == 6 and stats.cache_hits == 0 and stats.cache == "refresh"
+        done, stats = run(server, reqs, cache=cache)
+    assert stats.cache_hits == 3 and {c.text for c in done.values()} == {"5.0"}
+
+
+def test_without_a_cache_everything_is_sent_every_time() -> None:
+    with FakeServer() as server:
+        run(server, requests(3))
+        _, stats = run(server, requests(3))
+    assert len(server.calls) == 6 and stats.cache == "off" and stats.cache_hits == stats.cache_misses == 0
