@@ -179,7 +179,7 @@ class _Dispatcher:
             reserved = self.budget.worst_case(backend, request)
             if not self.budget.reserve(reserved):
                 self.stats.not_sent_max_cost += 1
-                limit = f"${self.budget.max_cost:.2f}"
+                limit = f"${self.budget.max_cost:g}"
                 self.finish(Completion(request.id, None, error=f"not sent: --max-cost {limit} would be exceeded"))
                 return
         completion = await self.attempt(backend, request)
@@ -238,7 +238,7 @@ async def _collect(
     d = _Dispatcher(backend, options, on_done, stats)
     missing = d.lookup(requests)
     if missing:
-        if backend.remote:
+        if getattr(backend, "remote", False):  # a local backend that predates `remote` is local
             await d.run_remote(missing)
         else:
             await d.run_local(missing)
@@ -262,7 +262,7 @@ def complete_all(
     stats = stats if stats is not None else DispatchStats()
     stats.requests = len(requests)
     callback: OnDone = on_done
-    if options.price is not None and backend.remote:
+    if options.price is not None and getattr(backend, "remote", False):
         stats.spent_usd = 0.0
 
         def on_done_costed(c: Completion) -> None:
