@@ -143,7 +143,7 @@ def run(config: RunConfig) -> RunResult:
 
 def _price(config: RunConfig, backend: Backend | None) -> Price | None:
     """The model's price for API backends (None when unknown); --max-cost needs one, checked before any work."""
-    if backend is not None and not backend.remote:
+    if backend is not None and not getattr(backend, "remote", False):
         return None
     price = price_for(config.model, config.api.prices)
     if config.api.max_cost is not None and price is None and not config.dry_run:
