@@ -56,11 +56,64 @@ def run_parser() -> argparse.ArgumentParser:
 
 
 def add_api_args(g: argparse._ArgumentGroup) -> None:
-    g.add_argument("--base-url", action="append", default=[], help="OpenAI-compatible server URL (repeatable)")
+    g.add_argument(
+        "--base-url",
+        action="append",
+        default=[],
+        help="OpenAI-compatible server URL, e.g. http://127.0.0.1:8000/v1 (repeatable: spreads the load)",
+    )
+    g.add_argument("--concurrency", type=int, default=16, help="API requests in flight (default 16)")
+    g.add_argument("--timeout", type=float, default=120.0, help="seconds per attempt before it is retried")
+    g.add_argument("--max-retries", type=int, default=8, help="retries per request on 408/409/429/5xx/529/timeouts")
+    g.add_argument("--cache", type=Path, help="response cache file (default: RESULTS_DIR/cache.sqlite)")
+    g.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
+    g.add_argument("--refresh", action="store_true", help="ignore cached answers; send again and store the new ones")
+    g.add_argument("--max-cost", type=float, help="US dollars this run may spend; stops sending before exceeding it")
+    g.add_argument("--prices", type=Path, help="JSON price table overriding harness/data/prices.json")
+    g.add_argument(
+        "--reasoning",
+        choices=["auto", "yes", "no"],
+        default="auto",
+        help="treat the model as a reasoning model (no temperature; max_completion_tokens). auto: by name",
+    )
+    g.add_argument(
+        "--reasoning-tokens",
+        type=int,
+        default=2048,
+        help="max_completion_tokens for reasoning models: hidden reasoning plus the answer (default 2048)",
+    )
+    g.add_argument("--reasoning-effort", help="reasoning_effort for reasoning models (e.g. low); default: not sent")
+    g.add_argument(
+        "--anthropic-greedy",
+        action="store_true",
+        help="temperature 0 via API version 2023-06-01 (models that still allow it); default: model's sampling",
+    )
 
 
 def api_options(a: argparse.Namespace) -> ApiOptions:
-    return ApiOptions(base_urls=tuple(a.base_url))
+    if a.concurrency < 1:
+        raise HarnessError(f"--concurrency must be at least 1, got {a.concurrency}")
+    if a.timeout <= 0 or a.max_retries < 0:
+        raise HarnessError("--timeout must be positive and --max-retries 0 or more")
+    if a.max_cost is not None and a.max_cost < 0:
+        raise HarnessError(f"--max-cost must be 0 or more, got {a.max_cost}")
+    if a.reasoning_tokens < 1:
+        raise HarnessError(f"--reasoning-tokens must be at least 1, got {a.reasoning_tokens}")
+    return ApiOptions(
+        base_urls=tuple(a.base_url),
+        concurrency=a.concurrency,
+        timeout=a.timeout,
+        max_retries=a.max_retries,
+        cache=a.cache,
+        no_cache=a.no_cache,
+        refresh=a.refresh,
+        max_cost=a.max_cost,
+        prices=a.prices,
+        reasoning={"auto": None, "yes": True, "no": False}[a.reasoning],
+        reasoning_tokens=a.reasoning_tokens,
+        reasoning_effort=a.reasoning_effort,
+        anthropic_greedy=a.anthropic_greedy,
+    )
 
 
 # --- local GPU backend options -------------------------------------------------------------------
@@ -152,9 +205,10 @@ def cmd_run(argv: Sequence[str]) -> int:
     result = run(config)
     m = result.metrics
     if config.dry_run:
+        cost = f"${m['max_cost_usd']:.4f}" if m.get("max_cost_usd") is not None else "unknown (no price for model)"
         print(
-            f"dry run: {m['requests']} requests, {m['prompt_tokens']} prompt tokens "
-            f"({m['token_count']}); no model called"
+            f"dry run: {m['requests']} requests, {m['prompt_tokens']} prompt tokens ({m['token_count']}), "
+            f"at most {m['max_output_tokens']} output tokens; cost at most {cost}; no model called"
         )
     else:
         keys = [
@@ -171,8 +225,25 @@ def cmd_run(argv: Sequence[str]) -> int:
         print("  ".join(f"{k}={_fmt(m[k])}" for k in keys if k in m))
         if "submission" in m:
             print(f"submission: {m['submission']}")
+        _report_api(m)
     print(f"results: {result.run_dir}")
     return 0
+
+
+def _report_api(m: dict) -> None:
+    """Cache, cost and failed requests of an API run (nothing for offline runs)."""
+    cache, usage, dispatch = m.get("cache"), m.get("usage", {}), m.get("dispatch", {})
+    if cache and cache["mode"] != "off":
+        print(f"cache: {cache['hits']} hits, {cache['misses']} misses")
+    if usage.get("cost_usd") is not None:
+        print(f"tokens: {usage['input_tokens']} in, {usage['output_tokens']} out; cost ${usage['cost_usd']:.4f}")
+    if m.get("errors"):
+        first = "; ".join(dispatch.get("first_errors", [])[:1])
+        print(
+            f"warning: {m['errors']} requests failed ({first}); they are not cached: "
+            "rerun the same command to retry only those",
+            file=sys.stderr,
+        )
 
 
 def cmd_extract(argv: Sequence[str]) -> int:

@@ -1,34 +1,278 @@
-"""Send requests through a backend and account for every one exactly once."""
+"""Send requests through a backend and account for every one exactly once.
+
+The one place for the cache, concurrency, retries, timeouts and the spending limit (backends do none of
+it). Order of events for each request: cache lookup -> (API backends) wait for a slot, reserve its
+worst-case cost, send with retries -> commit the answer to the cache -> `on_done`. A request that fails
+for good becomes an `error` Completion: it is reported, never cached, and retried by the next run.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, cast
 
-from harness.backends.base import Backend
-from harness.types import Completion, Request
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity.wait import wait_random_exponential
+
+from harness.backends.base import Backend, PermanentError, RemoteBackend, RetryableError
+from harness.cache import ResponseCache, request_key
+from harness.pricing import Price
+from harness.types import Completion, HarnessError, Request
+
+OnDone = Callable[[Completion], None]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Our one retry policy: exponential backoff with full jitter, or the provider's retry-after (capped)."""
+
+    max_retries: int = 8  # retries after the first attempt
+    timeout: float = 120.0  # seconds per attempt
+    backoff_initial: float = 1.0
+    backoff_max: float = 60.0
+    retry_after_cap: float = 120.0  # never sleep longer than this, whatever the provider says
+
+    def wait(self, state: RetryCallState) -> float:
+        """Seconds before the next attempt."""
+        error = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(error, RetryableError) and error.retry_after is not None:
+            return min(error.retry_after, self.retry_after_cap)
+        return float(wait_random_exponential(multiplier=self.backoff_initial, max=self.backoff_max)(state))
+
+
+@dataclass(frozen=True)
+class DispatchOptions:
+    concurrency: int = 16  # API requests in flight
+    retry: RetryPolicy = RetryPolicy()
+    cache: ResponseCache | None = None  # None: --no-cache
+    refresh: bool = False  # --refresh: ignore stored answers, store the new ones
+    max_cost: float | None = None  # US dollars this invocation may spend (API backends)
+    price: Price | None = None
+
+
+@dataclass
+class DispatchStats:
+    """What one invocation did; goes into metrics.json under "dispatch"."""
+
+    requests: int = 0
+    cache: str = "off"  # "on", "refresh" or "off"
+    cache_hits: int = 0
+    cache_misses: int = 0
+    attempts: int = 0  # API calls made, retries included
+    retries: int = 0
+    errors: int = 0
+    not_sent_max_cost: int = 0
+    spent_usd: float | None = None  # this invocation's new spending (cached answers are free)
+    seconds: float = 0.0
+    first_errors: list[str] = field(default_factory=list)  # a few messages, for the report line
+
+    def record(self) -> dict[str, Any]:
+        """{"cache": ..., "dispatch": ...} for metrics.json."""
+        d = asdict(self)
+        cache = {"mode": d.pop("cache"), "hits": d.pop("cache_hits"), "misses": d.pop("cache_misses")}
+        return {"cache": cache, "dispatch": d}
+
+
+class _Budget:
+    """--max-cost: a request starts only if its worst case cannot take spending past the limit."""
+
+    def __init__(self, max_cost: float, price: Price) -> None:
+        self.max_cost, self.price = max_cost, price
+        self.spent = 0.0
+        self.reserved = 0.0
+
+    def worst_case(self, backend: RemoteBackend, request: Request) -> float:
+        # A token covers at least one byte of UTF-8, so the byte count bounds the prompt's tokens;
+        # 16 more for the chat wrapping. Output: the most the backend lets the model bill.
+        return self.price.cost(len(request.prompt.encode()) + 16, backend.output_budget(request))
+
+    def reserve(self, amount: float) -> bool:
+        if self.spent + self.reserved + amount > self.max_cost:
+            return False
+        self.reserved += amount
+        return True
+
+    def settle(self, reserved: float, actual: float) -> None:
+        self.reserved -= reserved
+        self.spent += actual
+
+
+class _Dispatcher:
+    def __init__(self, backend: Backend, options: DispatchOptions, on_done: OnDone, stats: DispatchStats) -> None:
+        self.backend, self.options, self.on_done, self.stats = backend, options, on_done, stats
+        self.cache = options.cache if getattr(backend, "cacheable", True) else None
+        self.done: dict[str, Completion] = {}
+        self.keys: dict[str, str] = {}
+        self.succeeded = False  # a live or cached answer: the request shape works for this model
+        self.fatal: str | None = None
+        self.workers: list[asyncio.Task[None]] = []
+        self.budget = (
+            _Budget(options.max_cost, options.price)
+            if options.max_cost is not None and options.price is not None
+            else None
+        )
+
+    def finish(self, completion: Completion) -> None:
+        if completion.request_id in self.done:
+            # A backend bug, not a model answer: refuse it rather than score a query twice.
+            raise RuntimeError(f"backend {self.backend.name} answered repeated id {completion.request_id!r}")
+        self.done[completion.request_id] = completion
+        if completion.error is None:
+            self.succeeded = True
+            if self.cache is not None and not completion.cached:
+                self.cache.put(self.keys[completion.request_id], completion, self.backend.name, self.backend.model)
+        else:
+            self.stats.errors += 1
+            if len(self.stats.first_errors) < 3:
+                self.stats.first_errors.append(completion.error)
+        self.on_done(completion)
+
+    def lookup(self, requests: Sequence[Request]) -> list[Request]:
+        """Answer what the cache can; return the rest."""
+        if self.cache is None:
+            return list(requests)
+        self.stats.cache = "refresh" if self.options.refresh else "on"
+        missing = []
+        for r in requests:
+            self.keys[r.id] = request_key(self.backend, r)
+            hit = None if self.options.refresh else self.cache.get(self.keys[r.id], r.id)
+            if hit is None:
+                self.stats.cache_misses += 1
+                missing.append(r)
+            else:
+                self.stats.cache_hits += 1
+                self.finish(hit)
+        return missing
+
+    async def run_local(self, requests: list[Request]) -> None:
+        wanted = {r.id for r in requests}
+        async for completion in self.backend.complete(requests):
+            if completion.request_id not in wanted:
+                raise RuntimeError(f"backend {self.backend.name} answered unknown id {completion.request_id!r}")
+            self.finish(completion)
+
+    async def run_remote(self, requests: list[Request]) -> None:
+        backend = cast(RemoteBackend, self.backend)
+        queue = deque(requests)
+
+        async def worker() -> None:
+            while queue and self.fatal is None:
+                await self.send_one(backend, queue.popleft())
+
+        n = max(1, min(self.options.concurrency, len(queue)))
+        self.workers = [asyncio.create_task(worker()) for _ in range(n)]
+        try:
+            results = await asyncio.gather(*self.workers, return_exceptions=True)
+        finally:
+            await backend.aclose()
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+                raise result
+
+    async def send_one(self, backend: RemoteBackend, request: Request) -> None:
+        reserved = 0.0
+        if self.budget is not None:
+            reserved = self.budget.worst_case(backend, request)
+            if not self.budget.reserve(reserved):
+                self.stats.not_sent_max_cost += 1
+                limit = f"${self.budget.max_cost:g}"
+                self.finish(Completion(request.id, None, error=f"not sent: --max-cost {limit} would be exceeded"))
+                return
+        completion = await self.attempt(backend, request)
+        if self.budget is not None:
+            self.budget.settle(reserved, self.budget.price.cost_of(completion.usage) if completion else 0.0)
+        if completion is not None:
+            self.finish(completion)
+
+    async def attempt(self, backend: RemoteBackend, request: Request) -> Completion | None:
+        """The request's Completion (an answer or an error), or None when the whole run must stop."""
+        try:
+            return await self.send_with_retries(backend, request)
+        except PermanentError as e:
+            if e.fatal or not self.succeeded:
+                # 401/403/404, or a 400 before anything worked: every request would fail the same way.
+                self.fatal = self.fatal or f"{backend.name} model {backend.model!r}: {e}"
+                current = asyncio.current_task()
+                for w in self.workers:
+                    if w is not current:
+                        w.cancel()
+                return None
+            return Completion(request.id, None, error=str(e))
+        except RetryableError as e:
+            tries = self.options.retry.max_retries + 1
+            return Completion(request.id, None, error=f"gave up after {tries} tries: {e}")
+        except Exception as e:  # an SDK surprise must not lose the query: record it, a rerun retries it
+            return Completion(request.id, None, error=f"unexpected {type(e).__name__}: {e}")
+
+    async def send_with_retries(self, backend: RemoteBackend, request: Request) -> Completion:
+        policy = self.options.retry
+
+        def count_retry(state: RetryCallState) -> None:
+            self.stats.retries += 1
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(policy.max_retries + 1),
+            wait=policy.wait,
+            retry=retry_if_exception_type(RetryableError),
+            before_sleep=count_retry,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                self.stats.attempts += 1
+                try:
+                    async with asyncio.timeout(policy.timeout):
+                        return await backend.send(request)
+                except TimeoutError:
+                    raise RetryableError(f"no answer within {policy.timeout:g}s (--timeout)") from None
+        raise AssertionError("unreachable: tenacity reraises the last error")
 
 
 async def _collect(
-    backend: Backend, requests: Sequence[Request], on_done: Callable[[Completion], None]
+    backend: Backend, requests: Sequence[Request], on_done: OnDone, options: DispatchOptions, stats: DispatchStats
 ) -> dict[str, Completion]:
-    wanted = {r.id for r in requests}
-    done: dict[str, Completion] = {}
-    async for completion in backend.complete(requests):
-        if completion.request_id not in wanted or completion.request_id in done:
-            # A backend bug, not a model answer: refuse it rather than score a query twice.
-            raise RuntimeError(f"backend {backend.name} answered unknown or repeated id {completion.request_id!r}")
-        done[completion.request_id] = completion
-        on_done(completion)
+    d = _Dispatcher(backend, options, on_done, stats)
+    missing = d.lookup(requests)
+    if missing:
+        if getattr(backend, "remote", False):  # a local backend that predates `remote` is local
+            await d.run_remote(missing)
+        else:
+            await d.run_local(missing)
+    if d.fatal is not None:
+        raise HarnessError(f"{d.fatal} (answers received so far are cached; nothing else was written)")
     for r in requests:
-        if r.id not in done:
-            done[r.id] = Completion(r.id, None, error=f"backend {backend.name} returned no completion")
-            on_done(done[r.id])
-    return done
+        if r.id not in d.done:
+            d.finish(Completion(r.id, None, error=f"backend {backend.name} returned no completion"))
+    return d.done
 
 
 def complete_all(
-    backend: Backend, requests: Sequence[Request], on_done: Callable[[Completion], None] = lambda c: None
+    backend: Backend,
+    requests: Sequence[Request],
+    on_done: OnDone = lambda c: None,
+    options: DispatchOptions | None = None,
+    stats: DispatchStats | None = None,
 ) -> dict[str, Completion]:
-    """One Completion per request id; `on_done` is called as each arrives (progress, cost)."""
-    return asyncio.run(_collect(backend, requests, on_done))
+    """One Completion per request id; `on_done` is called as each arrives (progress, cost); `stats` is filled in."""
+    options = options or DispatchOptions()
+    stats = stats if stats is not None else DispatchStats()
+    stats.requests = len(requests)
+    callback: OnDone = on_done
+    if options.price is not None and getattr(backend, "remote", False):
+        stats.spent_usd = 0.0
+
+        def on_done_costed(c: Completion) -> None:
+            if not c.cached and options.price is not None:
+                stats.spent_usd = (stats.spent_usd or 0.0) + options.price.cost_of(c.usage)
+            on_done(c)
+
+        callback = on_done_costed
+    started = time.perf_counter()
+    try:
+        return asyncio.run(_collect(backend, requests, callback, options, stats))
+    finally:
+        stats.seconds = round(time.perf_counter() - started, 3)

@@ -14,12 +14,14 @@ from tqdm import tqdm
 
 from harness.backends import make_backend
 from harness.backends.base import Backend
+from harness.cache import ResponseCache
 from harness.data import load_dataset, pair_ids
-from harness.dispatch import complete_all
+from harness.dispatch import DispatchOptions, DispatchStats, RetryPolicy, complete_all
 from harness.fewshot import ShotPicker
 from harness.labels import apply_label_set, take_subset
 from harness.metrics import compute_metrics
 from harness.parsing import fallback_score, parse_score
+from harness.pricing import Price, price_for
 from harness.prompts import PromptRenderer, template_name
 from harness.provenance import git_commit, package_versions
 from harness.results import make_run_id, write_run
@@ -119,35 +121,35 @@ class Planned:
     backend: Backend | None
     prep: Prepared
     record: dict[str, Any]
+    price: Price | None
 
 
 def plan(config: RunConfig) -> Planned:
     """Build the backend, prompts and config record without calling a model (sweeps use config_hash to reuse runs)."""
     backend = None if config.dry_run else make_backend(config, _label_range(config.dataset))
+    price = _price(config, backend)
     prep = prepare(config)
-    return Planned(backend, prep, config_record(config, prep, backend))
+    return Planned(backend, prep, config_record(config, prep, backend), price)
 
 
 def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
     """Evaluate one setting and write its run folder."""
     planned = planned or plan(config)
-    backend, prep, record = planned.backend, planned.prep, planned.record
+    backend, prep, record, price = planned.backend, planned.prep, planned.record, planned.price
     run_id = config.run_id or make_run_id(
         config.dataset, _split_label(config), config.model, config.shots, Path(prep.renderer.name).stem
     )
     if backend is None:
-        tokens, method = count_tokens([r.prompt for r in prep.requests], config.model)
-        metrics = {"dry_run": True, "requests": len(prep.requests), "prompt_tokens": tokens, "token_count": method}
-        run_dir = write_run(config.results_dir, run_id, record, score(prep, None, config.seed), metrics)
-        return RunResult(run_dir, metrics)
+        estimate = _dry_run_estimate(config, prep, price)
+        run_dir = write_run(config.results_dir, run_id, record, score(prep, None, config.seed), estimate)
+        return RunResult(run_dir, estimate)
 
-    completions = _complete_with_progress(backend, prep.requests, config.progress)
+    stats = DispatchStats()
+    completions = _complete_with_progress(backend, prep.requests, config, price, stats)
     samples = score(prep, completions, config.seed)
-    metrics = compute_metrics(samples, prep.dataset.label_range)
-    metrics["usage"] = {
-        "input_tokens": sum(c.usage.input_tokens for c in completions.values()),
-        "output_tokens": sum(c.usage.output_tokens for c in completions.values()),
-    }
+    metrics = dict[str, Any](compute_metrics(samples, prep.dataset.label_range))
+    metrics["usage"] = _usage(completions, price)
+    metrics |= stats.record()
     predictions = None
     if config.dataset == "csts" and config.split == "test":
         predictions = _submission(samples, len(prep.dataset.examples))
@@ -172,6 +174,74 @@ def _split_label(config: RunConfig) -> str:
     return "-".join(parts)
 
 
+# --- API backends: price, cache, dry-run estimate ------------------------------------------------
+
+
+def _price(config: RunConfig, backend: Backend | None) -> Price | None:
+    """The model's price for API backends (None when unknown); --max-cost needs one, checked before any work."""
+    if backend is not None and not getattr(backend, "remote", False):
+        return None
+    price = price_for(config.model, config.api.prices)
+    if config.api.max_cost is not None and price is None and not config.dry_run:
+        raise HarnessError(
+            f"--max-cost needs a price for {config.model!r}: none in the package table; pass --prices FILE"
+        )
+    return price
+
+
+def _usage(completions: dict[str, Completion], price: Price | None) -> dict[str, Any]:
+    """Tokens of every answer the results use (cached ones included) and what they cost at list price."""
+    tokens_in = sum(c.usage.input_tokens for c in completions.values())
+    tokens_out = sum(c.usage.output_tokens for c in completions.values())
+    return {
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "cost_usd": round(price.cost(tokens_in, tokens_out), 6) if price else None,
+        "price": dataclasses.asdict(price) if price else "unknown: no entry in the price table (--prices FILE)",
+    }
+
+
+def _dry_run_estimate(config: RunConfig, prep: Prepared, price: Price | None) -> dict[str, Any]:
+    """Requests, prompt tokens and the most the run could cost (every answer at its full output budget)."""
+    tokens, method = count_tokens([r.prompt for r in prep.requests], config.model)
+    output = sum(_output_budget(config, r) for r in prep.requests)
+    return {
+        "dry_run": True,
+        "requests": len(prep.requests),
+        "prompt_tokens": tokens,
+        "token_count": method,
+        "max_output_tokens": output,
+        "max_cost_usd": round(price.cost(tokens, output), 4) if price else None,
+        "price": dataclasses.asdict(price) if price else None,
+    }
+
+
+def _output_budget(config: RunConfig, request: Request) -> int:
+    from harness.backends import backend_for
+    from harness.backends.openai import is_reasoning_model
+
+    try:
+        name = config.backend or backend_for(config.model)
+    except HarnessError:
+        return request.max_tokens
+    reasoning = config.api.reasoning if config.api.reasoning is not None else is_reasoning_model(config.model)
+    return config.api.reasoning_tokens if name == "openai" and reasoning else request.max_tokens
+
+
+def _dispatch_options(config: RunConfig, backend: Backend, price: Price | None) -> DispatchOptions:
+    api = config.api
+    cacheable = getattr(backend, "cacheable", True)  # offline baselines answer instantly: nothing to keep
+    cache = None if api.no_cache or not cacheable else ResponseCache(api.cache or config.results_dir / "cache.sqlite")
+    return DispatchOptions(
+        concurrency=api.concurrency,
+        retry=RetryPolicy(max_retries=api.max_retries, timeout=api.timeout),
+        cache=cache,
+        refresh=api.refresh,
+        max_cost=api.max_cost,
+        price=price,
+    )
+
+
 def _label_range(dataset: str) -> tuple[float, float]:
     from harness.data import LABEL_RANGES
 
@@ -180,20 +250,32 @@ def _label_range(dataset: str) -> tuple[float, float]:
     return LABEL_RANGES[dataset]
 
 
-def _complete_with_progress(backend: Backend, requests: tuple[Request, ...], show: bool) -> dict[str, Completion]:
+def _complete_with_progress(
+    backend: Backend, requests: tuple[Request, ...], config: RunConfig, price: Price | None, stats: DispatchStats
+) -> dict[str, Completion]:
     counts = {"invalid": 0, "errors": 0}
-    # delay=2: quick runs print nothing; longer ones get a bar with the invalid and error counts so far.
-    with tqdm(total=len(requests), desc=backend.model, unit="q", file=sys.stderr, delay=2, disable=not show) as bar:
+    spent = 0.0
+    options = _dispatch_options(config, backend, price)
+    # delay=2: quick runs print nothing; longer ones get rate, ETA, invalid, errors and cost so far.
+    bar = tqdm(total=len(requests), desc=backend.model, unit="q", file=sys.stderr, delay=2, disable=not config.progress)
+    with bar:
 
         def on_done(c: Completion) -> None:
+            nonlocal spent
             if c.error is not None:
                 counts["errors"] += 1
             elif parse_score(c.text) is None:
                 counts["invalid"] += 1
+            if price is not None and not c.cached:
+                spent += price.cost_of(c.usage)
             bar.update(1)
-            bar.set_postfix(counts, refresh=False)
+            bar.set_postfix(counts | ({"cost": f"${spent:.4f}"} if price is not None else {}), refresh=False)
 
-        return complete_all(backend, requests, on_done)
+        try:
+            return complete_all(backend, requests, on_done, options, stats)
+        finally:
+            if options.cache is not None:
+                options.cache.close()
 
 
 def _submission(samples: list[Scored], n_split: int) -> dict[str, float] | None:

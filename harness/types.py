@@ -78,9 +78,21 @@ class Scored:
 
 @dataclass(frozen=True)
 class ApiOptions:
-    """How API backends (openai, anthropic, OpenAI-compatible servers) are reached, and the cache."""
+    """How API backends (openai, anthropic, OpenAI-compatible servers) are reached, and the cache. No keys here."""
 
-    base_urls: tuple[str, ...] = ()
+    base_urls: tuple[str, ...] = ()  # several: the load is spread across them
+    concurrency: int = 16  # requests in flight
+    timeout: float = 120.0  # seconds per attempt
+    max_retries: int = 8
+    cache: Path | None = None  # None: <results_dir>/cache.sqlite
+    no_cache: bool = False
+    refresh: bool = False  # ignore stored answers (and store the new ones)
+    max_cost: float | None = None  # US dollars this invocation may spend
+    prices: Path | None = None  # a JSON price table overriding the package's
+    reasoning: bool | None = None  # None: from the model name (o1, o3, o4, gpt-5 ...)
+    reasoning_tokens: int = 2048  # max_completion_tokens for reasoning models (reasoning + answer)
+    reasoning_effort: str | None = None
+    anthropic_greedy: bool = False  # temperature 0 on API version 2023-06-01, where the model allows it
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ def _run(args: list[str], tmp_path: Path) -> int:
 
 
 def _only_run_dir(tmp_path: Path) -> Path:
-    (run_dir,) = [p for p in (tmp_path / "results").iterdir() if not p.name.startswith(".")]
+    (run_dir,) = [p for p in (tmp_path / "results").iterdir() if p.is_dir() and not p.name.startswith(".")]
     return run_dir
 
 

@@ -29,6 +29,16 @@ def backend_for(model: str) -> str:
     )
 
 
+def _api_key(backend: str, base_urls: tuple[str, ...]) -> str:
+    """The key from the environment; a placeholder only for a server of your own (--base-url)."""
+    key = os.environ.get(_KEYS[backend], "").strip()
+    if key:
+        return key
+    if base_urls:
+        return "EMPTY"  # vllm serve, llama.cpp & co. accept any key unless started with one
+    raise HarnessError(f"{_KEYS[backend]} is not set: the {backend} backend needs an API key")
+
+
 def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend:
     """Build the run's backend; fails in one line before any work when it cannot be used."""
     name = config.backend or backend_for(config.model)
@@ -41,10 +51,30 @@ def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend
             raise HarnessError(
                 f"offline backend has no model {config.model!r}; choose from {', '.join(OFFLINE_MODELS)}"
             )
-        case "openai" | "anthropic":
-            if not os.environ.get(_KEYS[name]):
-                raise HarnessError(f"{_KEYS[name]} is not set: the {name} backend needs an API key")
-            raise HarnessError(f"no API backend available yet for {name!r} (use --dry-run to render prompts)")
+        case "openai":
+            from harness.backends.openai import OpenAIBackend
+
+            api = config.api
+            return OpenAIBackend(
+                config.model,
+                _api_key(name, api.base_urls),
+                api.base_urls,
+                timeout=api.timeout,
+                reasoning=api.reasoning,
+                reasoning_tokens=api.reasoning_tokens,
+                reasoning_effort=api.reasoning_effort,
+            )
+        case "anthropic":
+            from harness.backends.anthropic import AnthropicBackend
+
+            api = config.api
+            return AnthropicBackend(
+                config.model,
+                _api_key(name, api.base_urls),
+                api.base_urls,
+                timeout=api.timeout,
+                greedy=api.anthropic_greedy,
+            )
         case "vllm":
             return VllmBackend(config.model, config.local, seed=config.seed)
         case "hf":

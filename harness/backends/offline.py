@@ -16,6 +16,8 @@ class RandomScorer:
     """Never answers with a number, so every query takes the seeded fallback: the chance floor."""
 
     name = "offline"
+    remote = False
+    cacheable = False  # a pure function of the prompt: nothing worth storing
 
     def __init__(self, model: str = "random") -> None:
         self.model = model
@@ -36,6 +38,8 @@ class OverlapScorer:
     """
 
     name = "offline"
+    remote = False
+    cacheable = False  # a pure function of the prompt: nothing worth storing
 
     def __init__(self, model: str = "overlap", label_range: tuple[float, float] = (1.0, 5.0)) -> None:
         self.model = model

@@ -1,0 +1,136 @@
+"""Anthropic Messages API via AsyncAnthropic.
+
+The installed SDK (anthropic 2.x) sends API version 2026-10-21 and has no `temperature`, `top_p` or
+`top_k` in `messages.create`: under that version any sampling parameter is a 400 on every model. So by
+default we send none and the model samples at its default: decoding is NOT deterministic, and
+describe() says so. `--anthropic-greedy` asks for greedy decoding the one way still supported: pin the
+request to API version 2023-06-01 and send `temperature: 0` in the body (extra_body). Models that no
+longer accept sampling parameters at all (Opus 4.7 and later, generation-5 models) answer that with a
+400, and the run stops with their message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import anthropic
+from anthropic import AsyncAnthropic
+
+from harness.backends.base import PermanentError, RetryableError, redact, status_error
+from harness.types import Completion, Request, Usage
+
+LEGACY_API_VERSION = "2023-06-01"  # the last API version that accepts temperature
+
+
+def http_client() -> anthropic.DefaultAioHttpClient | None:
+    """The SDK's aiohttp transport when aiohttp is installed (less CPU per request; see backends/openai.py)."""
+    try:
+        return anthropic.DefaultAioHttpClient()
+    except RuntimeError:
+        return None
+
+
+class AnthropicBackend:
+    """Messages API; one AsyncAnthropic client per base URL, SDK retries off (dispatch retries)."""
+
+    name = "anthropic"
+    remote = True
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str,
+        base_urls: Sequence[str] = (),
+        timeout: float = 120.0,
+        greedy: bool = False,
+    ) -> None:
+        self.model = model
+        self._key = api_key
+        self.greedy = greedy
+        headers = {"anthropic-version": LEGACY_API_VERSION} if greedy else None
+        urls: Sequence[str | None] = list(base_urls) or [None]
+        self.clients = [
+            AsyncAnthropic(
+                api_key=api_key,
+                base_url=u,
+                max_retries=0,
+                timeout=timeout,
+                default_headers=headers,
+                http_client=http_client(),
+            )
+            for u in urls
+        ]
+        self.base_urls = [str(c.base_url) for c in self.clients]
+        self._in_flight = [0] * len(self.clients)
+        self._turn = 0
+
+    def params(self, request: Request) -> dict[str, Any]:
+        """The decoding fields of the request body (temperature only in greedy mode, via extra_body)."""
+        params: dict[str, Any] = {"max_tokens": request.max_tokens}
+        if self.greedy:
+            params["extra_body"] = {"temperature": request.temperature}
+        return params
+
+    def describe(self) -> dict[str, object]:
+        sent: dict[str, object] = {"max_tokens": Request("", "").max_tokens}
+        if self.greedy:
+            sent["temperature"] = Request("", "").temperature
+        return {
+            "api": "messages",
+            "base_urls": sorted(self.base_urls),
+            "messages": "one user message holding the rendered prompt",
+            "api_version": self.clients[0].default_headers.get("anthropic-version"),
+            "sent": sent,
+            "deterministic": self.greedy,
+            "decoding": (
+                "greedy: temperature 0 on API version 2023-06-01 (--anthropic-greedy)"
+                if self.greedy
+                else "the model's default sampling: this SDK's API version rejects temperature "
+                "(pass --anthropic-greedy for temperature 0 where the model still allows it)"
+            ),
+        }
+
+    def output_budget(self, request: Request) -> int:
+        return request.max_tokens
+
+    def _pick(self) -> int:
+        n = len(self.clients)
+        start, self._turn = self._turn, (self._turn + 1) % n
+        return min(((start + k) % n for k in range(n)), key=lambda i: self._in_flight[i])
+
+    async def send(self, request: Request) -> Completion:
+        i = self._pick()
+        self._in_flight[i] += 1
+        try:
+            response = await self.clients[i].messages.create(
+                model=self.model, messages=[{"role": "user", "content": request.prompt}], **self.params(request)
+            )
+        except anthropic.APIStatusError as e:
+            message = redact(e.api_message or e.message, self._key)
+            raise status_error(e.status_code, message, e.response.headers) from None
+        except anthropic.APITimeoutError:
+            raise RetryableError("request timed out") from None
+        except anthropic.APIConnectionError as e:
+            raise RetryableError(f"connection error: {redact(str(e), self._key)}") from None
+        except (anthropic.APIResponseValidationError, ValueError) as e:  # ValueError: a body that is not JSON
+            raise PermanentError(f"malformed response: {redact(str(e), self._key)[:200]}") from None
+        finally:
+            self._in_flight[i] -= 1
+        # A refusal (stop_reason "refusal") is still an answer: its text, if any, is scored as invalid.
+        text = "".join(getattr(block, "text", "") for block in response.content or [] if block.type == "text")
+        usage = response.usage
+        tokens = Usage(usage.input_tokens or 0, usage.output_tokens or 0) if usage else Usage()
+        return Completion(request.id, text, usage=tokens)
+
+    async def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
+        """One attempt per request, in order (harness/dispatch.py calls `send` with retries instead)."""
+        for r in requests:
+            try:
+                yield await self.send(r)
+            except (RetryableError, PermanentError) as e:
+                yield Completion(r.id, None, error=str(e))
+
+    async def aclose(self) -> None:
+        for c in self.clients:
+            await c.close()
