@@ -39,6 +39,16 @@ def run_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--subset-seed", type=int, default=0, help="seed of the 70/30 re-annotated split")
     p.add_argument(
+        "--variant",
+        default="sentences",
+        choices=["sentences", "qa", "qa-embed"],
+        help="sentences (the paper's prompt); qa: answer each condition as a question, then score the answers "
+        "(Tu et al. 2024); qa-embed: cosine of the answers' embeddings (--model is the embedding model)",
+    )
+    p.add_argument("--answer-model", help="qa variants: the model that answers the questions (default: --model)")
+    p.add_argument("--answer-backend", help="override the backend implied by --answer-model")
+    p.add_argument("--answers", type=Path, help="qa variants: reuse answers.jsonl from an earlier run")
+    p.add_argument(
         "--data-dir", type=Path, help="directory with csts_{train,validation,test}.csv (or set CSTS_DATA_DIR)"
     )
     p.add_argument("--archive", type=Path, help="the official encrypted release csts.tar.enc (decrypted in memory)")
@@ -178,6 +188,10 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         labels=a.labels,
         subset=a.subset,
         subset_seed=a.subset_seed,
+        variant=a.variant,
+        answer_model=a.answer_model,
+        answer_backend=a.answer_backend,
+        answers=a.answers,
         data_dir=a.data_dir,
         archive=a.archive,
         password_file=a.password_file,

@@ -28,6 +28,18 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "Tk-Instruct-3B": ("allenai/tk-instruct-3b-def",),
     "Tk-Instruct-11B": ("allenai/tk-instruct-11b-def",),
 }
+# Templates that are a paper's layout for an instruction level: T5 layout (Deshpande et al. 2023, the
+# reference code's T5 variant) and Tu et al. 2024's Figure 8/9 prompts, which carry the short instruction.
+TEMPLATE_INSTR = {
+    "t5-none": "none",
+    "t5-short": "short",
+    "t5-long": "long",
+    "tu-base": "short",
+    "qa": "short",
+    "qa-answer": "short",  # qa-embed runs record the answer template
+}
+# Subsets of a split, named as in paper_results.csv (Tu et al. 2024 evaluate on 30% of the re-annotated set).
+SUBSET_SPLITS = {"reannotated-test": "reannotated-test-30pct", "reannotated-train": "reannotated-train-70pct"}
 _BY_MODEL_ID = {model_id.lower(): name for name, ids in ALIASES.items() for model_id in ids}
 
 

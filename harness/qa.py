@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -9,8 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from harness.backends import backend_for, make_backend
+from harness.backends.base import Backend
+from harness.calls import call, price_of, usage
+from harness.dispatch import DispatchStats
 from harness.prompts import PromptRenderer
-from harness.types import Example, HarnessError, Request
+from harness.types import Completion, Example, HarnessError, Request, RunConfig
 
 ANSWER_TEMPLATE = "csts/qa-answer.j2"  # Figure 7
 SCORE_TEMPLATE = "csts/qa.j2"  # Figure 9
@@ -71,9 +78,10 @@ def clean_answer(text: str | None) -> str | None:
 
 def qa_view(example: Example, answers: Mapping[AnswerKey, str]) -> dict[str, Any]:
     """What the Figure 9 template sees for one example: its two answers, condition and label."""
+    k1, k2 = _keys(example)
     return {
-        "answer1": answers[AnswerKey(example.sentence1, example.condition)],
-        "answer2": answers[AnswerKey(example.sentence2, example.condition)],
+        "answer1": answers[k1],
+        "answer2": answers[k2],
         "condition": example.condition,
         "label": example.label,
     }
@@ -110,3 +118,102 @@ def read_answers(path: Path) -> dict[AnswerKey, str]:
         if isinstance(answer, str) and answer:
             answers[key] = answer
     return answers
+
+
+# --- the answer step of a run --------------------------------------------------------------------
+
+
+def answer_config(config: RunConfig) -> RunConfig:
+    """The run's settings as seen by the answer model: --answer-backend, else the one its name implies, else
+    --backend (so a model served under any name by your own --base-url server needs no second flag)."""
+    model = config.answer_model or config.model
+    backend = config.answer_backend
+    if backend is None:
+        try:
+            backend = backend_for(model)
+        except HarnessError:
+            backend = config.backend
+    return dataclasses.replace(config, model=model, backend=backend)
+
+
+def make_answer_backend(config: RunConfig) -> Backend:
+    """The backend answering the questions: a language model, never an offline baseline or an embedder."""
+    acfg = answer_config(config)
+    if acfg.backend == "offline":
+        raise HarnessError(
+            f"--answer-model {acfg.model!r} is an offline baseline: the qa variants need a language model "
+            "to answer questions (--answer-model gpt-3.5-turbo, or --answers FILE from an earlier run)"
+        )
+    return make_backend(acfg, (1.0, 5.0))
+
+
+def generate_answers(
+    config: RunConfig, keys: Sequence[AnswerKey], requests: Sequence[Request]
+) -> tuple[dict[AnswerKey, str], str, dict[str, Any]]:
+    """Answers for every key: reused from --answers, else asked once per unique (sentence, condition).
+
+    Returns (answers, answers.jsonl text, metrics); a failed or empty answer is absent from `answers`.
+    """
+    reused = read_answers(config.answers) if config.answers else {}
+    todo = tuple(r for k, r in zip(keys, requests, strict=True) if k not in reused)
+    metrics: dict[str, Any] = {"unique": len(keys), "reused_from_file": len(keys) - len(todo), "requested": len(todo)}
+    completions: dict[str, Completion] = {}
+    acfg = answer_config(config)
+    if todo:
+        backend = make_answer_backend(config)
+        price = price_of(acfg, backend)
+        stats = DispatchStats()
+        completions = call(backend, todo, acfg, price, stats, desc=f"answers ({acfg.model})", scores=False)
+        metrics |= {"model": acfg.model, "usage": usage(completions, price)} | stats.record()
+    answers: dict[AnswerKey, str] = {}
+    lines = []
+    for k in keys:
+        if k in reused:
+            text: str | None = reused[k]
+            error, model = None, f"from {config.answers}"
+        else:
+            c = completions[k.id]
+            text = clean_answer(c.text) if c.error is None else None
+            error, model = c.error or (None if text else "empty answer"), acfg.model
+        if text:
+            answers[k] = text
+        lines.append(json.dumps(answer_record(k, text, model, error), ensure_ascii=False) + "\n")
+    metrics["failed"] = len(keys) - len(answers)
+    return answers, "".join(lines), metrics
+
+
+def score_requests(
+    queries: Sequence[Example],
+    shots: Sequence[Sequence[Example]],
+    answers: Mapping[AnswerKey, str],
+    renderer: PromptRenderer,
+) -> tuple[tuple[Request, ...], dict[str, Completion]]:
+    """Figure 9 prompts for queries whose answers (and their shots' answers) all exist; the rest fail as errors."""
+    requests, failed = [], {}
+    for q, q_shots in zip(queries, shots, strict=True):
+        missing = [k for e in (q, *q_shots) for k in _keys(e) if k not in answers]
+        if missing:
+            requests.append(Request(q.id, ""))
+            failed[q.id] = Completion(q.id, None, error=f"no answer to {question_for(missing[0].condition)!r}")
+        else:
+            views = [qa_view(s, answers) for s in q_shots]
+            prompt = renderer.render(qa_view(q, answers), views)  # type: ignore[arg-type]
+            requests.append(Request(q.id, prompt))
+    return tuple(requests), failed
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity; 0.0 when either vector is all zeros."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
+    return float(x @ y) / norm if norm else 0.0
+
+
+def embedding_requests(answers: Mapping[AnswerKey, str]) -> tuple[Request, ...]:
+    """One request per distinct answer text (its id a hash of the text)."""
+    texts = sorted(set(answers.values()))
+    return tuple(Request("embed-" + hashlib.sha256(t.encode()).hexdigest()[:20], t, max_tokens=0) for t in texts)
+
+
+def _keys(e: Example) -> tuple[AnswerKey, AnswerKey]:
+    return AnswerKey(e.sentence1, e.condition), AnswerKey(e.sentence2, e.condition)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from harness.metrics import compute_metrics, pearson, spearman
 from harness.parsing import fallback_score
-from harness.published import Published, load_published, match
+from harness.published import SUBSET_SPLITS, TEMPLATE_INSTR, Published, load_published, match
 from harness.results import read_samples
 from harness.stats import bootstrap_ci, fallback_spread
 from harness.tables import LAYOUT_METRICS
@@ -46,12 +46,20 @@ class Run:
 
     @property
     def instr(self) -> str:
-        """The instruction level, i.e. the template's name (none/short/long, or a custom template's stem)."""
-        return Path(self.config["template"]).stem
+        """The instruction level: the template's name (none/short/long, or a custom template's stem), with the
+        paper layouts that carry an instruction level named by it (t5-long -> long, Tu et al.'s -> short)."""
+        stem = Path(self.config["template"]).stem
+        return TEMPLATE_INSTR.get(stem, stem)
+
+    @property
+    def split(self) -> str:
+        """The evaluated split, named as in paper_results.csv where a subset of it was scored."""
+        return SUBSET_SPLITS.get(self.config.get("subset") or "all", self.config["split"])
 
     @property
     def variant(self) -> str:
-        return self.config.get("variant") or "sentences"
+        variant = self.config.get("variant") or "sentences"
+        return "qa-answers" if variant == "qa" else variant  # paper_results.csv's name for Tu et al.'s QA prompt
 
     @property
     def labels(self) -> str:
@@ -114,7 +122,7 @@ def summarize(run: Run, n_bootstrap: int = N_BOOTSTRAP, fallback_seeds: int = FA
     m = compute_metrics(run.samples, run.label_range)
     row: dict[str, Any] = {
         "dataset": c["dataset"],
-        "split": c["split"],
+        "split": run.split,
         "variant": run.variant,
         "labels": run.labels,
         "model": c["model"],

@@ -51,6 +51,7 @@ def write_run(
     samples: Iterable[Scored],
     metrics: Mapping[str, Any] | None,
     test_predictions: Mapping[str, float] | None = None,
+    extra_files: Mapping[str, str] | None = None,
 ) -> Path:
     """Stage the whole folder, then rename it into place: a killed run leaves no half-written results."""
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -67,6 +68,8 @@ def write_run(
             (staging / "metrics.json").write_text(_json(metrics), encoding="utf-8")
         if test_predictions is not None:
             (staging / "test_predictions.json").write_text(json.dumps(test_predictions) + "\n", encoding="utf-8")
+        for name, text in (extra_files or {}).items():  # e.g. answers.jsonl of the qa variants
+            (staging / name).write_text(text, encoding="utf-8")
         os.rename(staging, final)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -5,28 +5,41 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
-from harness.backends import make_backend
+from harness.backends import make_backend, make_embedding_backend
 from harness.backends.base import Backend
-from harness.cache import ResponseCache
-from harness.data import load_dataset, pair_ids
-from harness.dispatch import DispatchOptions, DispatchStats, RetryPolicy, complete_all
+from harness.calls import call, output_budget, price_of, usage
+from harness.data import LABEL_RANGES, load_dataset, pair_ids
+from harness.dispatch import DispatchStats
 from harness.fewshot import ShotPicker
 from harness.labels import apply_label_set, take_subset
 from harness.metrics import compute_metrics
 from harness.parsing import fallback_score, parse_score
-from harness.pricing import Price, price_for
+from harness.pricing import Price
 from harness.prompts import PromptRenderer, template_name
 from harness.provenance import git_commit, package_versions
+from harness.qa import (
+    ANSWER_TEMPLATE,
+    SCORE_TEMPLATE,
+    AnswerKey,
+    answer_config,
+    answer_keys,
+    answer_requests,
+    cosine,
+    embedding_requests,
+    generate_answers,
+    make_answer_backend,
+    question_for,
+    score_requests,
+)
 from harness.results import make_run_id, write_run
 from harness.tokens import count_tokens
 from harness.types import Completion, Dataset, Example, HarnessError, Request, RunConfig, Scored
+
+VARIANTS = ("sentences", "qa", "qa-embed")
 
 
 @dataclass(frozen=True)
@@ -36,8 +49,10 @@ class Prepared:
     dataset: Dataset
     queries: tuple[Example, ...]
     shots: tuple[tuple[Example, ...], ...]
-    requests: tuple[Request, ...]
+    requests: tuple[Request, ...]  # sentences variant; the qa variant renders its own once answers exist
     renderer: PromptRenderer
+    answer_keys: tuple[AnswerKey, ...] = ()  # qa variants: every unique (sentence, condition)
+    answer_requests: tuple[Request, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,8 +62,9 @@ class RunResult:
 
 
 def prepare(config: RunConfig) -> Prepared:
-    """Load the data, pick shots and render one Request per query."""
-    renderer = PromptRenderer(template_name(config.dataset, config.instr, config.template))
+    """Load the data, pick shots and render one Request per query (or per unique answer, for qa variants)."""
+    _check_variant(config)
+    renderer = PromptRenderer(_template(config))
     if config.shots < 0:
         raise HarnessError(f"--shots must be 0 or more, got {config.shots}")
     dataset = load_dataset(config.dataset, config.split, config.data_dir, config.archive, config.password_file)
@@ -57,8 +73,27 @@ def prepare(config: RunConfig) -> Prepared:
     queries = dataset.examples[: config.limit] if config.limit is not None else dataset.examples
     picker = ShotPicker(dataset.name, dataset.pool, config.seed)
     shots = tuple(picker.pick(q, config.shots) for q in queries)
-    requests = tuple(Request(q.id, renderer.render(q, s)) for q, s in zip(queries, shots, strict=True))
-    return Prepared(dataset, queries, shots, requests, renderer)
+    if config.variant == "sentences":
+        requests = tuple(Request(q.id, renderer.render(q, s)) for q, s in zip(queries, shots, strict=True))
+        return Prepared(dataset, queries, shots, requests, renderer)
+    keys = tuple(answer_keys([q, *s] for q, s in zip(queries, shots, strict=True)))
+    answer_reqs = tuple(answer_requests(keys, PromptRenderer(ANSWER_TEMPLATE)))
+    return Prepared(dataset, queries, shots, (), renderer, keys, answer_reqs)
+
+
+def _template(config: RunConfig) -> str:
+    if config.template is not None or config.variant == "sentences":
+        return template_name(config.dataset, config.instr, config.template)
+    return SCORE_TEMPLATE if config.variant == "qa" else ANSWER_TEMPLATE  # qa-embed scores no prompt
+
+
+def _check_variant(config: RunConfig) -> None:
+    if config.variant not in VARIANTS:
+        raise HarnessError(f"unknown variant {config.variant!r}; choose from {', '.join(VARIANTS)}")
+    if config.variant != "sentences" and config.dataset != "csts":
+        raise HarnessError(f"--variant {config.variant} turns C-STS conditions into questions: use --dataset csts")
+    if config.variant == "sentences" and (config.answers or config.answer_model):
+        raise HarnessError("--answers and --answer-model belong to --variant qa or qa-embed")
 
 
 def score(prep: Prepared, completions: dict[str, Completion] | None, seed: int) -> list[Scored]:
@@ -97,6 +132,8 @@ def config_record(config: RunConfig, prep: Prepared, backend: Backend | None) ->
         "labels": config.labels,
         "subset": config.subset,
         "subset_seed": config.subset_seed,
+        "variant": config.variant,
+        **_answer_identity(config, prep),
         "template": prep.renderer.name,
         "template_hashes": prep.renderer.hashes(),
         "data_hashes": prep.dataset.file_hashes,
@@ -107,7 +144,7 @@ def config_record(config: RunConfig, prep: Prepared, backend: Backend | None) ->
         "settings": settings,
         **identity,
         "config_hash": config_hash,
-        "label_range": list(prep.dataset.label_range),
+        "label_range": list(_score_range(config, prep.dataset)),
         "n_queries": len(prep.queries),
         "packages": package_versions(),
         "git": git_commit(),
@@ -126,8 +163,10 @@ class Planned:
 
 def plan(config: RunConfig) -> Planned:
     """Build the backend, prompts and config record without calling a model (sweeps use config_hash to reuse runs)."""
-    backend = None if config.dry_run else make_backend(config, _label_range(config.dataset))
-    price = _price(config, backend)
+    backend = None if config.dry_run else _scoring_backend(config)
+    price = price_of(config, backend)
+    if not config.dry_run and config.variant != "sentences" and config.answers is None:
+        make_answer_backend(config)  # a missing key or an unknown answer model fails here, before any work
     prep = prepare(config)
     return Planned(backend, prep, config_record(config, prep, backend), price)
 
@@ -136,20 +175,36 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
     """Evaluate one setting and write its run folder."""
     planned = planned or plan(config)
     backend, prep, record, price = planned.backend, planned.prep, planned.record, planned.price
-    run_id = config.run_id or make_run_id(
-        config.dataset, _split_label(config), config.model, config.shots, Path(prep.renderer.name).stem
-    )
+    prompt_name = "qa-embed" if config.variant == "qa-embed" else Path(prep.renderer.name).stem
+    run_id = config.run_id or make_run_id(config.dataset, _split_label(config), config.model, config.shots, prompt_name)
     if backend is None:
         estimate = _dry_run_estimate(config, prep, price)
-        run_dir = write_run(config.results_dir, run_id, record, score(prep, None, config.seed), estimate)
+        samples = score(_placeholder_prompts(prep) if config.variant == "qa" else prep, None, config.seed)
+        run_dir = write_run(config.results_dir, run_id, record, samples, estimate)
         return RunResult(run_dir, estimate)
 
+    extra: dict[str, str] = {}
+    answer_metrics: dict[str, Any] = {}
+    failed: dict[str, Completion] = {}
+    if config.variant != "sentences":
+        answers, extra["answers.jsonl"], answer_metrics = generate_answers(
+            config, prep.answer_keys, prep.answer_requests
+        )
+    if config.variant == "qa":
+        requests, failed = score_requests(prep.queries, prep.shots, answers, prep.renderer)
+        prep = dataclasses.replace(prep, requests=requests)
     stats = DispatchStats()
-    completions = _complete_with_progress(backend, prep.requests, config, price, stats)
-    samples = score(prep, completions, config.seed)
-    metrics = dict[str, Any](compute_metrics(samples, prep.dataset.label_range))
-    metrics["usage"] = _usage(completions, price)
+    if config.variant == "qa-embed":
+        samples, completions = _embed_step(config, prep, answers, backend, price, stats)
+    else:
+        todo = tuple(r for r in prep.requests if r.id not in failed)
+        completions = call(backend, todo, config, price, stats) | failed
+        samples = score(prep, completions, config.seed)
+    metrics = dict[str, Any](compute_metrics(samples, _score_range(config, prep.dataset)))
+    metrics["usage"] = usage(completions, price)
     metrics |= stats.record()
+    if answer_metrics:
+        metrics["answers"] = answer_metrics
     predictions = None
     if config.dataset == "csts" and config.split == "test":
         predictions = _submission(samples, len(prep.dataset.examples))
@@ -158,7 +213,7 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
             if predictions
             else "not written: " + _why_no_submission(samples, len(prep.dataset.examples))
         )
-    run_dir = write_run(config.results_dir, run_id, record, samples, metrics, predictions)
+    run_dir = write_run(config.results_dir, run_id, record, samples, metrics, predictions, extra)
     return RunResult(run_dir, metrics)
 
 
@@ -174,108 +229,106 @@ def _split_label(config: RunConfig) -> str:
     return "-".join(parts)
 
 
-# --- API backends: price, cache, dry-run estimate ------------------------------------------------
+# --- helpers: backends, the qa variants, dry-run estimate ----------------------------------------
 
 
-def _price(config: RunConfig, backend: Backend | None) -> Price | None:
-    """The model's price for API backends (None when unknown); --max-cost needs one, checked before any work."""
-    if backend is not None and not getattr(backend, "remote", False):
-        return None
-    price = price_for(config.model, config.api.prices)
-    if config.api.max_cost is not None and price is None and not config.dry_run:
-        raise HarnessError(
-            f"--max-cost needs a price for {config.model!r}: none in the package table; pass --prices FILE"
-        )
-    return price
+def _scoring_backend(config: RunConfig) -> Backend:
+    if config.variant == "qa-embed":
+        return make_embedding_backend(config)
+    return make_backend(config, _label_range(config.dataset))
 
 
-def _usage(completions: dict[str, Completion], price: Price | None) -> dict[str, Any]:
-    """Tokens of every answer the results use (cached ones included) and what they cost at list price."""
-    tokens_in = sum(c.usage.input_tokens for c in completions.values())
-    tokens_out = sum(c.usage.output_tokens for c in completions.values())
-    return {
-        "input_tokens": tokens_in,
-        "output_tokens": tokens_out,
-        "cost_usd": round(price.cost(tokens_in, tokens_out), 6) if price else None,
-        "price": dataclasses.asdict(price) if price else "unknown: no entry in the price table (--prices FILE)",
+def _score_range(config: RunConfig, dataset: Dataset) -> tuple[float, float]:
+    """What predictions range over: the labels', or cosine's [-1, 1] for qa-embed (Spearman needs no mapping)."""
+    return (-1.0, 1.0) if config.variant == "qa-embed" else dataset.label_range
+
+
+def _answer_identity(config: RunConfig, prep: Prepared) -> dict[str, Any]:
+    """What decides a qa run's answers, for config.json and its config_hash."""
+    if config.variant == "sentences":
+        return {}
+    record: dict[str, Any] = {
+        "answer_model": answer_config(config).model,
+        "answer_backend": config.answer_backend,
+        "answer_template_hashes": PromptRenderer(ANSWER_TEMPLATE).hashes(),
+        "unique_answers": len(prep.answer_keys),
     }
+    if config.answers is not None:
+        record["answers_file_sha256"] = hashlib.sha256(Path(config.answers).read_bytes()).hexdigest()
+    return record
+
+
+def _placeholder_prompts(prep: Prepared) -> Prepared:
+    """Figure 9 prompts with "<answer>" in place of answers not yet asked for (dry run: token counts)."""
+    placeholders = dict.fromkeys(prep.answer_keys, "<answer>")
+    requests, _ = score_requests(prep.queries, prep.shots, placeholders, prep.renderer)
+    return dataclasses.replace(prep, requests=requests)
+
+
+def _embed_step(
+    config: RunConfig,
+    prep: Prepared,
+    answers: dict[AnswerKey, str],
+    backend: Backend,
+    price: Price | None,
+    stats: DispatchStats,
+) -> tuple[list[Scored], dict[str, Completion]]:
+    """qa-embed: embed each distinct answer once; a query's prediction is the cosine of its two answers'."""
+    requests = embedding_requests(answers)
+    completions = call(backend, requests, config, price, stats, desc=f"embeddings ({config.model})", scores=False)
+    vectors = {r.prompt: json.loads(c.text) for r in requests if (c := completions[r.id]).text is not None}
+    errors = {r.prompt: c.error for r in requests if (c := completions[r.id]).error is not None}
+    pairs = pair_ids(prep.dataset.examples)
+    samples = []
+    for q, shots in zip(prep.queries, prep.shots, strict=True):
+        k1, k2 = AnswerKey(q.sentence1, q.condition), AnswerKey(q.sentence2, q.condition)
+        a1, a2 = answers.get(k1, ""), answers.get(k2, "")
+        if k1 not in answers or k2 not in answers:
+            error: str | None = f"no answer to {question_for(q.condition)!r}"
+        else:
+            error = next((errors[a] for a in (a1, a2) if a in errors), None)
+        sim = cosine(vectors[a1], vectors[a2]) if error is None else None
+        output = None if sim is None else f"{sim:.6f}"
+        shot_ids = tuple(s.id for s in shots)
+        samples.append(
+            Scored(q.id, f"{a1}\n{a2}", shot_ids, output, sim, sim is not None, sim, q.label, error, pairs[q.id])
+        )
+    return samples, completions
 
 
 def _dry_run_estimate(config: RunConfig, prep: Prepared, price: Price | None) -> dict[str, Any]:
     """Requests, prompt tokens and the most the run could cost (every answer at its full output budget)."""
-    tokens, method = count_tokens([r.prompt for r in prep.requests], config.model)
-    output = sum(_output_budget(config, r) for r in prep.requests)
-    return {
-        "dry_run": True,
-        "requests": len(prep.requests),
-        "prompt_tokens": tokens,
-        "token_count": method,
-        "max_output_tokens": output,
-        "max_cost_usd": round(price.cost(tokens, output), 4) if price else None,
-        "price": dataclasses.asdict(price) if price else None,
-    }
-
-
-def _output_budget(config: RunConfig, request: Request) -> int:
-    from harness.backends import backend_for
-    from harness.backends.openai import is_reasoning_model
-
-    try:
-        name = config.backend or backend_for(config.model)
-    except HarnessError:
-        return request.max_tokens
-    reasoning = config.api.reasoning if config.api.reasoning is not None else is_reasoning_model(config.model)
-    return config.api.reasoning_tokens if name == "openai" and reasoning else request.max_tokens
-
-
-def _dispatch_options(config: RunConfig, backend: Backend, price: Price | None) -> DispatchOptions:
-    api = config.api
-    cacheable = getattr(backend, "cacheable", True)  # offline baselines answer instantly: nothing to keep
-    cache = None if api.no_cache or not cacheable else ResponseCache(api.cache or config.results_dir / "cache.sqlite")
-    return DispatchOptions(
-        concurrency=api.concurrency,
-        retry=RetryPolicy(max_retries=api.max_retries, timeout=api.timeout),
-        cache=cache,
-        refresh=api.refresh,
-        max_cost=api.max_cost,
-        price=price,
-    )
+    steps = []
+    if config.variant != "sentences":
+        acfg = answer_config(config)
+        steps.append(("answers", acfg, prep.answer_requests, price_of(acfg, None)))
+    if config.variant == "qa":
+        steps.append(("scoring", config, _placeholder_prompts(prep).requests, price))
+    elif config.variant == "sentences":
+        steps.append(("scoring", config, prep.requests, price))
+    estimate: dict[str, Any] = {"dry_run": True, "requests": 0, "prompt_tokens": 0, "max_output_tokens": 0}
+    costs = []
+    for step, cfg, requests, step_price in steps:
+        tokens, method = count_tokens([r.prompt for r in requests], cfg.model)
+        output = sum(output_budget(cfg, r) for r in requests)
+        cost = round(step_price.cost(tokens, output), 4) if step_price else None
+        estimate[step] = {"model": cfg.model, "requests": len(requests), "prompt_tokens": tokens, "max_cost_usd": cost}
+        estimate["requests"] += len(requests)
+        estimate["prompt_tokens"] += tokens
+        estimate["max_output_tokens"] += output
+        estimate["token_count"] = method
+        costs.append(cost)
+    if config.variant == "qa-embed":
+        estimate["embeddings"] = {"model": config.model, "requests": f"at most {2 * len(prep.queries)}"}
+    estimate["max_cost_usd"] = None if None in costs else round(sum(c for c in costs if c is not None), 4)
+    estimate["price"] = dataclasses.asdict(price) if price else None
+    return estimate
 
 
 def _label_range(dataset: str) -> tuple[float, float]:
-    from harness.data import LABEL_RANGES
-
     if dataset not in LABEL_RANGES:
         raise HarnessError(f"unknown dataset {dataset!r}; choose from {', '.join(LABEL_RANGES)}")
     return LABEL_RANGES[dataset]
-
-
-def _complete_with_progress(
-    backend: Backend, requests: tuple[Request, ...], config: RunConfig, price: Price | None, stats: DispatchStats
-) -> dict[str, Completion]:
-    counts = {"invalid": 0, "errors": 0}
-    spent = 0.0
-    options = _dispatch_options(config, backend, price)
-    # delay=2: quick runs print nothing; longer ones get rate, ETA, invalid, errors and cost so far.
-    bar = tqdm(total=len(requests), desc=backend.model, unit="q", file=sys.stderr, delay=2, disable=not config.progress)
-    with bar:
-
-        def on_done(c: Completion) -> None:
-            nonlocal spent
-            if c.error is not None:
-                counts["errors"] += 1
-            elif parse_score(c.text) is None:
-                counts["invalid"] += 1
-            if price is not None and not c.cached:
-                spent += price.cost_of(c.usage)
-            bar.update(1)
-            bar.set_postfix(counts | ({"cost": f"${spent:.4f}"} if price is not None else {}), refresh=False)
-
-        try:
-            return complete_all(backend, requests, on_done, options, stats)
-        finally:
-            if options.cache is not None:
-                options.cache.close()
 
 
 def _submission(samples: list[Scored], n_split: int) -> dict[str, float] | None:

@@ -121,6 +121,10 @@ class RunConfig:
     seed: int = 0
     limit: int | None = None  # evaluate the first N queries only
     labels: str = "original"  # or "reannotated" (Tu et al. 2024, C-STS validation)
+    variant: str = "sentences"  # "qa": score answers (Tu et al. 2024 Fig. 9); "qa-embed": cosine of answer embeddings
+    answer_model: str | None = None  # qa variants: the model answering the questions (default: --model)
+    answer_backend: str | None = None
+    answers: Path | None = None  # reuse answers.jsonl from an earlier run
     subset: str = "all"  # or "reannotated-train" / "reannotated-test" (seeded 70/30 split)
     subset_seed: int = 0
     data_dir: Path | None = None

@@ -1,6 +1,7 @@
 """A local stand-in for the OpenAI and Anthropic HTTP APIs (127.0.0.1 only), with injectable latency and faults.
 
-Speaks `POST /v1/chat/completions` (OpenAI wire format) and `POST /v1/messages` (Anthropic wire format),
+Speaks `POST /v1/chat/completions` and `POST /v1/embeddings` (OpenAI wire format) and `POST /v1/messages`
+(Anthropic wire format),
 so the real SDKs can be pointed at it with `base_url`. Every request is logged in `calls`; every reply
 delivered with status 200 and a model answer is logged in `answered`.
 
@@ -98,6 +99,7 @@ class FakeServer:
         app = web.Application(middlewares=[self._track])
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/v1/messages", self._anthropic)
+        app.router.add_post("/v1/embeddings", self._embeddings)
         return app
 
     async def serve(self, port: int = 0) -> None:
@@ -227,10 +229,39 @@ class FakeServer:
         }
         return self._reply(prompt, reply)
 
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        prompt, action, body = await self._begin(request, _embedding_input)
+        fault = self._fault(action, body["_key"], anthropic=False)
+        if fault is not None:
+            return fault
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        data = [{"object": "embedding", "index": i, "embedding": bag_of_words(t)} for i, t in enumerate(texts)]
+        tokens = sum(len(t.split()) for t in texts)
+        reply = {
+            "object": "list",
+            "data": data,
+            "model": body["model"],
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+        return self._reply(prompt, reply)
+
     def _reply(self, prompt: str, reply: dict[str, Any]) -> web.Response:
         if self.log:
             self.answered.append(prompt)
         return web.Response(text=json.dumps(reply), content_type="application/json")
+
+
+def bag_of_words(text: str, dims: int = 32) -> list[float]:
+    """A deterministic embedding: hashed word counts, so answers sharing words point the same way."""
+    vector = [0.0] * dims
+    for word in text.lower().split():
+        vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % dims] += 1.0
+    return vector
+
+
+def _embedding_input(body: dict[str, Any]) -> str:
+    value = body["input"]
+    return value if isinstance(value, str) else "\n".join(value)
 
 
 def _anthropic_prompt(body: dict[str, Any]) -> str:

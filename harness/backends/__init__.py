@@ -11,7 +11,14 @@ from harness.backends.vllm import VllmBackend
 from harness.types import HarnessError, RunConfig
 
 OFFLINE_MODELS = ("random", "overlap")
-BACKENDS = ("offline", "openai", "anthropic", "vllm", "hf")  # vllm, hf: a hub id or local path, never implied
+BACKENDS = (
+    "offline",
+    "openai",
+    "anthropic",
+    "vllm",
+    "hf",
+    "sentence-transformers",
+)  # vllm, hf: a hub id or local path, never implied
 _KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
@@ -81,3 +88,26 @@ def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend
             return HFBackend(config.model, config.local)
         case _:
             raise HarnessError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
+
+
+def make_embedding_backend(config: RunConfig) -> Backend:
+    """The qa-embed variant's embedding model: OpenAI's embeddings API (or a compatible server), or a local
+    sentence-transformers model (`--backend sentence-transformers --model DIR`)."""
+    name = config.backend or backend_for(config.model)
+    match name:
+        case "openai":
+            from harness.backends.embeddings import OpenAIEmbeddingBackend
+
+            api = config.api
+            return OpenAIEmbeddingBackend(
+                config.model, _api_key(name, api.base_urls), api.base_urls, timeout=api.timeout
+            )
+        case "sentence-transformers" | "hf":
+            from harness.backends.embeddings import SentenceTransformerBackend
+
+            return SentenceTransformerBackend(config.model, config.local.batch_size)
+        case _:
+            raise HarnessError(
+                f"--variant qa-embed needs an embedding model (OpenAI: text-embedding-3-small, ...; local: "
+                f"--backend sentence-transformers --model DIR), not a {name} model"
+            )

@@ -7,8 +7,9 @@ from collections.abc import AsyncIterator, Sequence
 
 from harness.types import Completion, Request
 
-# The last "Sentence 1: ... Sentence 2: ..." block of a prompt is the query (shots come before it).
-_QUERY = re.compile(r"Sentence 1:\s*(.*?)\s*Sentence 2:\s*(.*?)\s*(?:Condition:|Output:)", re.S)
+# The last "Sentence 1: ... Sentence 2: ..." block of a prompt is the query (shots come before it); the QA
+# variant's prompts (Tu et al. Figure 9) say "Answer 1/2", so there it measures the answers' overlap.
+_QUERY = re.compile(r"(?:Sentence|Answer) 1:\s*(.*?)\s*(?:Sentence|Answer) 2:\s*(.*?)\s*(?:Condition:|Output:)", re.S)
 _WORD = re.compile(r"[a-z0-9]+")
 
 

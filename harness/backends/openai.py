@@ -9,8 +9,9 @@ Several base URLs spread the load: each attempt goes to the server with the fewe
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import openai
@@ -107,20 +108,10 @@ class OpenAIBackend:
         i = self._pick()
         self._in_flight[i] += 1
         try:
-            response = await self.clients[i].chat.completions.create(
-                model=self.model, messages=[{"role": "user", "content": request.prompt}], **self.params(request)
-            )
-        except openai.APIStatusError as e:
-            message = redact(_provider_message(e), self._key)
-            if e.status_code == 429 and _code(e) == "insufficient_quota":
-                raise PermanentError(f"HTTP 429: {message}", fatal=True) from None
-            raise status_error(e.status_code, message, e.response.headers) from None
-        except openai.APITimeoutError:
-            raise RetryableError("request timed out") from None
-        except openai.APIConnectionError as e:
-            raise RetryableError(f"connection error: {redact(str(e), self._key)}") from None
-        except (openai.APIResponseValidationError, ValueError) as e:  # ValueError: a body that is not JSON
-            raise PermanentError(f"malformed response: {redact(str(e), self._key)[:200]}") from None
+            with sdk_errors(self._key):
+                response = await self.clients[i].chat.completions.create(
+                    model=self.model, messages=[{"role": "user", "content": request.prompt}], **self.params(request)
+                )
         finally:
             self._in_flight[i] -= 1
         if not response.choices:
@@ -142,6 +133,24 @@ class OpenAIBackend:
     async def aclose(self) -> None:
         for c in self.clients:
             await c.close()
+
+
+@contextlib.contextmanager
+def sdk_errors(key: str) -> Iterator[None]:
+    """Map the SDK's exceptions onto ours (retry or fail fast), with the key redacted from every message."""
+    try:
+        yield
+    except openai.APIStatusError as e:
+        message = redact(_provider_message(e), key)
+        if e.status_code == 429 and _code(e) == "insufficient_quota":
+            raise PermanentError(f"HTTP 429: {message}", fatal=True) from None
+        raise status_error(e.status_code, message, e.response.headers) from None
+    except openai.APITimeoutError:
+        raise RetryableError("request timed out") from None
+    except openai.APIConnectionError as e:
+        raise RetryableError(f"connection error: {redact(str(e), key)}") from None
+    except (openai.APIResponseValidationError, ValueError) as e:  # ValueError: a body that is not JSON
+        raise PermanentError(f"malformed response: {redact(str(e), key)[:200]}") from None
 
 
 def _provider_message(e: openai.APIStatusError) -> str:

@@ -1,0 +1,108 @@
+"""Calling a backend for a run: dispatch options from the RunConfig, a progress bar, price and usage."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any
+
+from tqdm import tqdm
+
+from harness.backends.base import Backend
+from harness.cache import ResponseCache
+from harness.dispatch import DispatchOptions, DispatchStats, RetryPolicy, complete_all
+from harness.parsing import parse_score
+from harness.pricing import Price, price_for
+from harness.types import Completion, HarnessError, Request, RunConfig
+
+
+def price_of(config: RunConfig, backend: Backend | None) -> Price | None:
+    """The model's price for API backends (None when unknown); --max-cost needs one, checked before any work."""
+    if backend is not None and not getattr(backend, "remote", False):
+        return None
+    price = price_for(config.model, config.api.prices)
+    if config.api.max_cost is not None and price is None and not config.dry_run:
+        raise HarnessError(
+            f"--max-cost needs a price for {config.model!r}: none in the package table; pass --prices FILE"
+        )
+    return price
+
+
+def usage(completions: dict[str, Completion], price: Price | None) -> dict[str, Any]:
+    """Tokens of every answer the results use (cached ones included) and what they cost at list price."""
+    tokens_in = sum(c.usage.input_tokens for c in completions.values())
+    tokens_out = sum(c.usage.output_tokens for c in completions.values())
+    return {
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "cost_usd": round(price.cost(tokens_in, tokens_out), 6) if price else None,
+        "price": dataclasses.asdict(price) if price else "unknown: no entry in the price table (--prices FILE)",
+    }
+
+
+def output_budget(config: RunConfig, request: Request) -> int:
+    """The most output tokens a request can be billed for (reasoning models bill their reasoning as output)."""
+    from harness.backends import backend_for
+    from harness.backends.openai import is_reasoning_model
+
+    try:
+        name = config.backend or backend_for(config.model)
+    except HarnessError:
+        return request.max_tokens
+    reasoning = config.api.reasoning if config.api.reasoning is not None else is_reasoning_model(config.model)
+    return config.api.reasoning_tokens if name == "openai" and reasoning else request.max_tokens
+
+
+def dispatch_options(config: RunConfig, backend: Backend, price: Price | None) -> DispatchOptions:
+    """Concurrency, retries, cache and spending limit as the run's options say."""
+    api = config.api
+    cacheable = getattr(backend, "cacheable", True)  # offline baselines answer instantly: nothing to keep
+    cache = None if api.no_cache or not cacheable else ResponseCache(api.cache or config.results_dir / "cache.sqlite")
+    return DispatchOptions(
+        concurrency=api.concurrency,
+        retry=RetryPolicy(max_retries=api.max_retries, timeout=api.timeout),
+        cache=cache,
+        refresh=api.refresh,
+        max_cost=api.max_cost,
+        price=price,
+    )
+
+
+def call(
+    backend: Backend,
+    requests: tuple[Request, ...],
+    config: RunConfig,
+    price: Price | None,
+    stats: DispatchStats,
+    desc: str | None = None,
+    scores: bool = True,
+) -> dict[str, Completion]:
+    """Send requests through dispatch with the run's cache, limits and a progress bar; one Completion per id.
+
+    `scores=False` for answers and embeddings, whose texts are not scores: the bar counts no invalid ones.
+    """
+    counts = {"invalid": 0, "errors": 0} if scores else {"errors": 0}
+    spent = 0.0
+    options = dispatch_options(config, backend, price)
+    # delay=2: quick runs print nothing; longer ones get rate, ETA, invalid, errors and cost so far.
+    bar = tqdm(
+        total=len(requests), desc=desc or backend.model, unit="q", file=sys.stderr, delay=2, disable=not config.progress
+    )
+    with bar:
+
+        def on_done(c: Completion) -> None:
+            nonlocal spent
+            if c.error is not None:
+                counts["errors"] += 1
+            elif scores and parse_score(c.text) is None:
+                counts["invalid"] += 1
+            if price is not None and not c.cached:
+                spent += price.cost_of(c.usage)
+            bar.update(1)
+            bar.set_postfix(counts | ({"cost": f"${spent:.4f}"} if price is not None else {}), refresh=False)
+
+        try:
+            return complete_all(backend, requests, on_done, options, stats)
+        finally:
+            if options.cache is not None:
+                options.cache.close()
