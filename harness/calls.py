@@ -102,7 +102,13 @@ def call(
             bar.set_postfix(counts | ({"cost": f"${spent:.4f}"} if price is not None else {}), refresh=False)
 
         try:
-            return complete_all(backend, requests, on_done, options, stats)
+            done = complete_all(backend, requests, on_done, options, stats)
         finally:
             if options.cache is not None:
                 options.cache.close()
+    if requests and all(c.error is not None for c in done.values()):
+        # Nothing came back (an unreachable server, a wrong --base-url, --max-cost too low): one line and no
+        # run folder beats a folder of errors. Nothing is lost: there was nothing to keep.
+        first = next(iter(done.values())).error
+        raise HarnessError(f"all {len(requests)} requests to {backend.name} model {backend.model!r} failed: {first}")
+    return done

@@ -11,6 +11,7 @@ from harness.prompts import INSTRUCTIONS
 from harness.types import ApiOptions, HarnessError, LocalOptions, RunConfig
 
 EXIT_USAGE = 2
+EXIT_INCOMPLETE = 3  # results written, but some requests failed for good
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -241,7 +242,8 @@ def cmd_run(argv: Sequence[str]) -> int:
             print(f"submission: {m['submission']}")
         _report_api(m)
     print(f"results: {result.run_dir}")
-    return 0
+    # Failed requests leave the run incomplete: a non-zero exit tells scripts to rerun (only those are resent).
+    return EXIT_INCOMPLETE if m.get("errors") else 0
 
 
 def _report_api(m: dict) -> None:
@@ -252,9 +254,10 @@ def _report_api(m: dict) -> None:
     if usage.get("cost_usd") is not None:
         print(f"tokens: {usage['input_tokens']} in, {usage['output_tokens']} out; cost ${usage['cost_usd']:.4f}")
     if m.get("errors"):
-        first = "; ".join(dispatch.get("first_errors", [])[:1])
+        answers = m.get("answers", {}).get("dispatch", {})
+        first = (dispatch.get("first_errors") or answers.get("first_errors") or ["see samples.jsonl"])[0]
         print(
-            f"warning: {m['errors']} requests failed ({first}); they are not cached: "
+            f"warning: {m['errors']} queries have no prediction ({first}); failed requests are not cached: "
             "rerun the same command to retry only those",
             file=sys.stderr,
         )

@@ -283,3 +283,22 @@ def test_max_cost_without_a_known_price_fails_before_any_work(
         args[args.index("gpt-4o")] = "my-local-model"
         assert main([*args, "--backend", "openai"]) == 2
     assert "--max-cost needs a price" in capsys.readouterr().err and not server.calls
+
+
+def test_unreachable_server_is_one_line_and_writes_no_run_folder(
+    csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there now
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    argv = [
+        "--backend", "openai", "--model", "m", "--data-dir", str(csts_dir), "--results-dir", str(tmp_path),
+        "--run-id", "r", "--base-url", f"http://127.0.0.1:{port}/v1", "--max-retries", "1", "--no-progress",
+    ]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: all 24 requests to openai model 'm' failed: ")
+    assert "connection error" in err
+    assert not (tmp_path / "r").exists()

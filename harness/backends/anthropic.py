@@ -17,7 +17,7 @@ from typing import Any
 import anthropic
 from anthropic import AsyncAnthropic
 
-from harness.backends.base import PermanentError, RetryableError, redact, status_error
+from harness.backends.base import PermanentError, RetryableError, redact, status_error, timeout_error
 from harness.types import Completion, Request, Usage
 
 LEGACY_API_VERSION = "2023-06-01"  # the last API version that accepts temperature
@@ -109,8 +109,8 @@ class AnthropicBackend:
         except anthropic.APIStatusError as e:
             message = redact(e.api_message or e.message, self._key)
             raise status_error(e.status_code, message, e.response.headers) from None
-        except anthropic.APITimeoutError:
-            raise RetryableError("request timed out") from None
+        except anthropic.APITimeoutError as e:
+            raise timeout_error(e, self._key) from None
         except anthropic.APIConnectionError as e:
             raise RetryableError(f"connection error: {redact(str(e), self._key)}") from None
         except (anthropic.APIResponseValidationError, ValueError) as e:  # ValueError: a body that is not JSON

@@ -116,3 +116,12 @@ def redact(text: str, secret: str | None) -> str:
     if secret and len(secret) >= 4:
         text = text.replace(secret, "[redacted]")
     return text
+
+
+def timeout_error(e: BaseException, key: str | None) -> RetryableError:
+    """A timeout from an SDK: the SDKs' aiohttp transport also reports a refused connection as a (connect)
+    timeout, so say which it was; both are retried."""
+    cause = e.__cause__
+    if cause is not None and "connect" in type(cause).__name__.lower():
+        return RetryableError(f"connection error: {redact(str(cause), key)}")
+    return RetryableError("request timed out")

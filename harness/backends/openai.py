@@ -17,7 +17,7 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
-from harness.backends.base import PermanentError, RetryableError, redact, status_error
+from harness.backends.base import PermanentError, RetryableError, redact, status_error, timeout_error
 from harness.types import Completion, Request, Usage
 
 # o1, o3-mini, o4-mini, gpt-5, gpt-5-mini ... but not gpt-5-chat-latest, which is a plain chat model.
@@ -145,8 +145,8 @@ def sdk_errors(key: str) -> Iterator[None]:
         if e.status_code == 429 and _code(e) == "insufficient_quota":
             raise PermanentError(f"HTTP 429: {message}", fatal=True) from None
         raise status_error(e.status_code, message, e.response.headers) from None
-    except openai.APITimeoutError:
-        raise RetryableError("request timed out") from None
+    except openai.APITimeoutError as e:
+        raise timeout_error(e, key) from None
     except openai.APIConnectionError as e:
         raise RetryableError(f"connection error: {redact(str(e), key)}") from None
     except (openai.APIResponseValidationError, ValueError) as e:  # ValueError: a body that is not JSON
