@@ -176,7 +176,11 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
     planned = planned or plan(config)
     backend, prep, record, price = planned.backend, planned.prep, planned.record, planned.price
     prompt_name = "qa-embed" if config.variant == "qa-embed" else Path(prep.renderer.name).stem
-    run_id = config.run_id or make_run_id(config.dataset, _split_label(config), config.model, config.shots, prompt_name)
+    if config.run_id is not None and (config.results_dir / config.run_id).exists():
+        raise HarnessError(f"{config.results_dir / config.run_id} already exists: choose another --run-id")
+    run_id = config.run_id or _unused(
+        config.results_dir, make_run_id(config.dataset, _split_label(config), config.model, config.shots, prompt_name)
+    )
     if backend is None:
         estimate = _dry_run_estimate(config, prep, price)
         samples = score(_placeholder_prompts(prep) if config.variant == "qa" else prep, None, config.seed)
@@ -215,6 +219,15 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
         )
     run_dir = write_run(config.results_dir, run_id, record, samples, metrics, predictions, extra)
     return RunResult(run_dir, metrics)
+
+
+def _unused(results_dir: Path, run_id: str) -> str:
+    """The run id, with -2, -3, ... added when a run of the same setting started in the same second."""
+    n, candidate = 1, run_id
+    while (results_dir / candidate).exists():
+        n += 1
+        candidate = f"{run_id}-{n}"
+    return candidate
 
 
 def _split_label(config: RunConfig) -> str:

@@ -180,3 +180,17 @@ def test_overlap_baseline_separates_stsb_from_csts(tmp_path: Path) -> None:
     csts = json.loads((tmp_path / "results" / "csts" / "metrics.json").read_text())
     stsb = json.loads((tmp_path / "results" / "stsb" / "metrics.json").read_text())
     assert stsb["spearman"] > 50 and abs(csts["spearman"]) < 15
+
+
+def test_same_setting_twice_in_one_second_gets_two_folders(tmp_path: Path) -> None:
+    args = ["--dataset", "stsb", "--model", "overlap", "--limit", "3"]
+    assert _run(args, tmp_path) == 0 and _run(args, tmp_path) == 0
+    dirs = sorted((tmp_path / "results").iterdir())
+    assert len(dirs) == 2 and all((d / "metrics.json").is_file() for d in dirs)
+
+
+def test_existing_run_id_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--dataset", "stsb", "--model", "overlap", "--limit", "3", "--run-id", "same"]
+    assert _run(args, tmp_path) == 0
+    assert _run(args, tmp_path) == 2
+    assert "already exists: choose another --run-id" in capsys.readouterr().err
