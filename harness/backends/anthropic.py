@@ -17,7 +17,15 @@ from typing import Any
 import anthropic
 from anthropic import AsyncAnthropic
 
-from harness.backends.base import PermanentError, RetryableError, redact, status_error, timeout_error
+from harness.backends.base import (
+    ClientPool,
+    PermanentError,
+    RetryableError,
+    one_attempt_each,
+    redact,
+    status_error,
+    timeout_error,
+)
 from harness.types import Completion, Request, Usage
 
 LEGACY_API_VERSION = "2023-06-01"  # the last API version that accepts temperature
@@ -62,8 +70,7 @@ class AnthropicBackend:
             for u in urls
         ]
         self.base_urls = [str(c.base_url) for c in self.clients]
-        self._in_flight = [0] * len(self.clients)
-        self._turn = 0
+        self.pool = ClientPool(self.clients)
 
     def params(self, request: Request) -> dict[str, Any]:
         """The decoding fields of the request body (temperature only in greedy mode, via extra_body)."""
@@ -94,18 +101,12 @@ class AnthropicBackend:
     def output_budget(self, request: Request) -> int:
         return request.max_tokens
 
-    def _pick(self) -> int:
-        n = len(self.clients)
-        start, self._turn = self._turn, (self._turn + 1) % n
-        return min(((start + k) % n for k in range(n)), key=lambda i: self._in_flight[i])
-
     async def send(self, request: Request) -> Completion:
-        i = self._pick()
-        self._in_flight[i] += 1
         try:
-            response = await self.clients[i].messages.create(
-                model=self.model, messages=[{"role": "user", "content": request.prompt}], **self.params(request)
-            )
+            with self.pool.lease() as client:
+                response = await client.messages.create(
+                    model=self.model, messages=[{"role": "user", "content": request.prompt}], **self.params(request)
+                )
         except anthropic.APIStatusError as e:
             message = redact(e.api_message or e.message, self._key)
             raise status_error(e.status_code, message, e.response.headers) from None
@@ -115,22 +116,15 @@ class AnthropicBackend:
             raise RetryableError(f"connection error: {redact(str(e), self._key)}") from None
         except (anthropic.APIResponseValidationError, ValueError) as e:  # ValueError: a body that is not JSON
             raise PermanentError(f"malformed response: {redact(str(e), self._key)[:200]}") from None
-        finally:
-            self._in_flight[i] -= 1
         # A refusal (stop_reason "refusal") is still an answer: its text, if any, is scored as invalid.
         text = "".join(getattr(block, "text", "") for block in response.content or [] if block.type == "text")
         usage = response.usage
         tokens = Usage(usage.input_tokens or 0, usage.output_tokens or 0) if usage else Usage()
         return Completion(request.id, text, usage=tokens)
 
-    async def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
+    def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
         """One attempt per request, in order (harness/dispatch.py calls `send` with retries instead)."""
-        for r in requests:
-            try:
-                yield await self.send(r)
-            except (RetryableError, PermanentError) as e:
-                yield Completion(r.id, None, error=str(e))
+        return one_attempt_each(self.send, requests)
 
     async def aclose(self) -> None:
-        for c in self.clients:
-            await c.close()
+        await self.pool.aclose()

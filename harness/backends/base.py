@@ -21,10 +21,11 @@ timestamps, no process ids, never a secret). A backend whose answers are not wor
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Generic, Protocol, TypeVar
 
 from harness.types import Completion, Request
 
@@ -125,3 +126,42 @@ def timeout_error(e: BaseException, key: str | None) -> RetryableError:
     if cause is not None and "connect" in type(cause).__name__.lower():
         return RetryableError(f"connection error: {redact(str(cause), key)}")
     return RetryableError("request timed out")
+
+
+C = TypeVar("C")
+
+
+class ClientPool(Generic[C]):
+    """One SDK client per base URL; each attempt leases the least busy one (round-robin among equals)."""
+
+    def __init__(self, clients: Sequence[C]) -> None:
+        self.clients = list(clients)
+        self._in_flight = [0] * len(self.clients)
+        self._turn = 0
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[C]:
+        n = len(self.clients)
+        start, self._turn = self._turn, (self._turn + 1) % n
+        i = min(((start + k) % n for k in range(n)), key=lambda j: self._in_flight[j])
+        self._in_flight[i] += 1
+        try:
+            yield self.clients[i]
+        finally:
+            self._in_flight[i] -= 1
+
+    async def aclose(self) -> None:
+        """Close every client (inside the event loop that used them)."""
+        for c in self.clients:
+            await c.close()  # type: ignore[attr-defined]
+
+
+async def one_attempt_each(
+    send: Callable[[Request], Awaitable[Completion]], requests: Sequence[Request]
+) -> AsyncIterator[Completion]:
+    """`complete` for API backends used without dispatch: one attempt per request, in order, errors as Completions."""
+    for r in requests:
+        try:
+            yield await send(r)
+        except (RetryableError, PermanentError) as e:
+            yield Completion(r.id, None, error=str(e))

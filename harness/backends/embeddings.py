@@ -26,13 +26,8 @@ class OpenAIEmbeddingBackend(OpenAIBackend):
         return 0  # embeddings bill input tokens only
 
     async def send(self, request: Request) -> Completion:
-        i = self._pick()
-        self._in_flight[i] += 1
-        try:
-            with sdk_errors(self._key):
-                response = await self.clients[i].embeddings.create(model=self.model, input=[request.prompt])
-        finally:
-            self._in_flight[i] -= 1
+        with self.pool.lease() as client, sdk_errors(self._key):
+            response = await client.embeddings.create(model=self.model, input=[request.prompt])
         if not response.data:
             raise PermanentError("malformed response: no embedding in the reply")
         tokens = response.usage.prompt_tokens if response.usage else 0

@@ -17,7 +17,15 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
-from harness.backends.base import PermanentError, RetryableError, redact, status_error, timeout_error
+from harness.backends.base import (
+    ClientPool,
+    PermanentError,
+    RetryableError,
+    one_attempt_each,
+    redact,
+    status_error,
+    timeout_error,
+)
 from harness.types import Completion, Request, Usage
 
 # o1, o3-mini, o4-mini, gpt-5, gpt-5-mini ... but not gpt-5-chat-latest, which is a plain chat model.
@@ -66,8 +74,7 @@ class OpenAIBackend:
             for u in urls
         ]
         self.base_urls = [str(c.base_url) for c in self.clients]
-        self._in_flight = [0] * len(self.clients)
-        self._turn = 0
+        self.pool = ClientPool(self.clients)
 
     def params(self, request: Request) -> dict[str, Any]:
         """The decoding fields of the request body."""
@@ -99,21 +106,11 @@ class OpenAIBackend:
     def output_budget(self, request: Request) -> int:
         return self.reasoning_tokens if self.reasoning else request.max_tokens
 
-    def _pick(self) -> int:
-        n = len(self.clients)
-        start, self._turn = self._turn, (self._turn + 1) % n
-        return min(((start + k) % n for k in range(n)), key=lambda i: self._in_flight[i])
-
     async def send(self, request: Request) -> Completion:
-        i = self._pick()
-        self._in_flight[i] += 1
-        try:
-            with sdk_errors(self._key):
-                response = await self.clients[i].chat.completions.create(
-                    model=self.model, messages=[{"role": "user", "content": request.prompt}], **self.params(request)
-                )
-        finally:
-            self._in_flight[i] -= 1
+        with self.pool.lease() as client, sdk_errors(self._key):
+            response = await client.chat.completions.create(
+                model=self.model, messages=[{"role": "user", "content": request.prompt}], **self.params(request)
+            )
         if not response.choices:
             raise PermanentError("malformed response: no choices")
         message = response.choices[0].message
@@ -122,17 +119,12 @@ class OpenAIBackend:
         tokens = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else Usage()
         return Completion(request.id, text, usage=tokens)
 
-    async def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
+    def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
         """One attempt per request, in order (harness/dispatch.py calls `send` with retries instead)."""
-        for r in requests:
-            try:
-                yield await self.send(r)
-            except (RetryableError, PermanentError) as e:
-                yield Completion(r.id, None, error=str(e))
+        return one_attempt_each(self.send, requests)
 
     async def aclose(self) -> None:
-        for c in self.clients:
-            await c.close()
+        await self.pool.aclose()
 
 
 @contextlib.contextmanager
