@@ -14,6 +14,15 @@ EXIT_USAGE = 2
 EXIT_INCOMPLETE = 3  # results written, but some requests failed for good
 
 
+def add_data_args(p: argparse.ArgumentParser) -> None:
+    """Where C-STS comes from: an extracted directory, or the encrypted release and its password."""
+    p.add_argument(
+        "--data-dir", type=Path, help="directory with csts_{train,validation,test}.csv (or set CSTS_DATA_DIR)"
+    )
+    p.add_argument("--archive", type=Path, help="the official encrypted release csts.tar.enc (decrypted in memory)")
+    p.add_argument("--password-file", type=Path, help="file holding the archive's password (or set CSTS_PASSWORD)")
+
+
 def run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="run_eval.py",
@@ -49,11 +58,7 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--answer-model", help="qa variants: the model that answers the questions (default: --model)")
     p.add_argument("--answer-backend", help="override the backend implied by --answer-model")
     p.add_argument("--answers", type=Path, help="qa variants: reuse answers.jsonl from an earlier run")
-    p.add_argument(
-        "--data-dir", type=Path, help="directory with csts_{train,validation,test}.csv (or set CSTS_DATA_DIR)"
-    )
-    p.add_argument("--archive", type=Path, help="the official encrypted release csts.tar.enc (decrypted in memory)")
-    p.add_argument("--password-file", type=Path, help="file holding the archive's password (or set CSTS_PASSWORD)")
+    add_data_args(p)
     p.add_argument("--results-dir", type=Path, default=Path("results"))
     p.add_argument("--run-id", help="name of the run folder (default: dataset-split-model-k-instr-time)")
     p.add_argument("--dry-run", action="store_true", help="render every prompt and count tokens; call no model")
@@ -282,9 +287,7 @@ def data_report_parser() -> argparse.ArgumentParser:
         prog="run_eval.py data-report", description="Split sizes, label distributions, lengths, label-set agreement."
     )
     p.add_argument("--dataset", default="all", choices=["all", "csts", "stsb"])
-    p.add_argument("--data-dir", type=Path, help="C-STS directory (or set CSTS_DATA_DIR)")
-    p.add_argument("--archive", type=Path, help="C-STS encrypted release")
-    p.add_argument("--password-file", type=Path)
+    add_data_args(p)
     p.add_argument("--json", type=Path, help="also write the report as JSON to this file")
     return p
 
@@ -387,9 +390,7 @@ def overlap_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", default="csts", choices=["csts", "stsb"])
     p.add_argument("--pool", default="train", help="the split shots come from (default train)")
     p.add_argument("--eval", default="validation", help="the evaluated split (default validation)")
-    p.add_argument("--data-dir", type=Path, help="directory with csts_{train,validation,test}.csv")
-    p.add_argument("--archive", type=Path, help="the encrypted release csts.tar.enc (decrypted in memory)")
-    p.add_argument("--password-file", type=Path, help="file holding the archive's password")
+    add_data_args(p)
     return p
 
 
