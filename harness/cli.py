@@ -1,217 +1,47 @@
-"""Command line: argparse -> RunConfig -> runner.run(); every HarnessError becomes one line and exit 2."""
+"""Command line: sub-commands, the run and what it prints; every HarnessError becomes one line and exit 2."""
 
 from __future__ import annotations
 
-import argparse
+import difflib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from harness.prompts import INSTRUCTIONS
-from harness.types import ApiOptions, HarnessError, LocalOptions, RunConfig
+from harness.inputs import check_output
+from harness.options import Parser, add_data_args, config_from_args, run_parser
+from harness.types import HarnessError
 
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 3  # results written, but some requests failed for good
 
 
-def add_data_args(p: argparse.ArgumentParser) -> None:
-    """Where C-STS comes from: an extracted directory, or the encrypted release and its password."""
+def extract_parser() -> Parser:
+    p = Parser(prog="run_eval.py extract", description="Decrypt the C-STS release into a directory.")
+    p.add_argument("--archive", type=Path, required=True, help="required: the encrypted release csts.tar.enc")
+    p.add_argument("--password-file", type=Path, help="file holding the password (default: $CSTS_PASSWORD)")
     p.add_argument(
-        "--data-dir", type=Path, help="directory with csts_{train,validation,test}.csv (or set CSTS_DATA_DIR)"
+        "--out", type=Path, required=True, help="required: directory to write csts_{train,validation,test}.csv into"
     )
-    p.add_argument("--archive", type=Path, help="the official encrypted release csts.tar.enc (decrypted in memory)")
-    p.add_argument("--password-file", type=Path, help="file holding the archive's password (or set CSTS_PASSWORD)")
-
-
-def run_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="run_eval.py",
-        description="Evaluate a model by prompting on C-STS or STS-B. Other commands: `run_eval.py extract --help`.",
-    )
-    p.add_argument(
-        "--model", required=True, help="model name (gpt-4, claude-..., or an offline baseline: overlap, random)"
-    )
-    p.add_argument("--backend", help="override the backend implied by the model name")
-    p.add_argument("--dataset", default="csts", choices=["csts", "stsb"])
-    p.add_argument(
-        "--split", default="validation", help="validation (default), test (C-STS: writes the submission file) or train"
-    )
-    p.add_argument(
-        "--shots", type=int, default=0, help="in-context examples k (C-STS: k/2 sentence pairs, both conditions)"
-    )
-    p.add_argument("--instr", default="none", help=f"instruction level: {', '.join(INSTRUCTIONS)}")
-    p.add_argument("--template", help="template name under templates/<dataset>/ (overrides --instr) or a .j2 file")
-    p.add_argument("--seed", type=int, default=0, help="seeds shot choice and the invalid-output fallback")
-    p.add_argument("--limit", type=int, help="evaluate only the first N queries")
-    p.add_argument("--labels", default="original", help="label set: original, or reannotated (Tu et al. 2024)")
-    p.add_argument(
-        "--subset", default="all", help="all, reannotated-test or reannotated-train (seeded 70/30 of re-annotated)"
-    )
-    p.add_argument("--subset-seed", type=int, default=0, help="seed of the 70/30 re-annotated split")
-    p.add_argument(
-        "--variant",
-        default="sentences",
-        choices=["sentences", "qa", "qa-embed"],
-        help="sentences (the paper's prompt); qa: answer each condition as a question, then score the answers "
-        "(Tu et al. 2024); qa-embed: cosine of the answers' embeddings (--model is the embedding model)",
-    )
-    p.add_argument("--answer-model", help="qa variants: the model that answers the questions (default: --model)")
-    p.add_argument("--answer-backend", help="override the backend implied by --answer-model")
-    p.add_argument("--answers", type=Path, help="qa variants: reuse answers.jsonl from an earlier run")
-    add_data_args(p)
-    p.add_argument("--results-dir", type=Path, default=Path("results"))
-    p.add_argument("--run-id", help="name of the run folder (default: dataset-split-model-k-instr-time)")
-    p.add_argument("--dry-run", action="store_true", help="render every prompt and count tokens; call no model")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_api_args(p.add_argument_group("API backends (openai, anthropic, OpenAI-compatible servers)"))
-    add_local_args(p.add_argument_group("local GPU backends (vllm, hf)"))
     return p
-
-
-# --- API backend options -------------------------------------------------------------------------
-
-
-def add_api_args(g: argparse._ArgumentGroup) -> None:
-    g.add_argument(
-        "--base-url",
-        action="append",
-        default=[],
-        help="OpenAI-compatible server URL, e.g. http://127.0.0.1:8000/v1 (repeatable: spreads the load)",
-    )
-    g.add_argument("--concurrency", type=int, default=16, help="API requests in flight (default 16)")
-    g.add_argument("--timeout", type=float, default=120.0, help="seconds per attempt before it is retried")
-    g.add_argument("--max-retries", type=int, default=8, help="retries per request on 408/409/429/5xx/529/timeouts")
-    g.add_argument("--cache", type=Path, help="response cache file (default: RESULTS_DIR/cache.sqlite)")
-    g.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
-    g.add_argument("--refresh", action="store_true", help="ignore cached answers; send again and store the new ones")
-    g.add_argument("--max-cost", type=float, help="US dollars this run may spend; stops sending before exceeding it")
-    g.add_argument("--prices", type=Path, help="JSON price table overriding harness/data/prices.json")
-    g.add_argument(
-        "--reasoning",
-        choices=["auto", "yes", "no"],
-        default="auto",
-        help="treat the model as a reasoning model (no temperature; max_completion_tokens). auto: by name",
-    )
-    g.add_argument(
-        "--reasoning-tokens",
-        type=int,
-        default=2048,
-        help="max_completion_tokens for reasoning models: hidden reasoning plus the answer (default 2048)",
-    )
-    g.add_argument("--reasoning-effort", help="reasoning_effort for reasoning models (e.g. low); default: not sent")
-    g.add_argument(
-        "--anthropic-greedy",
-        action="store_true",
-        help="temperature 0 via API version 2023-06-01 (models that still allow it); default: model's sampling",
-    )
-
-
-def api_options(a: argparse.Namespace) -> ApiOptions:
-    if a.concurrency < 1:
-        raise HarnessError(f"--concurrency must be at least 1, got {a.concurrency}")
-    if a.timeout <= 0 or a.max_retries < 0:
-        raise HarnessError("--timeout must be positive and --max-retries 0 or more")
-    if a.max_cost is not None and a.max_cost < 0:
-        raise HarnessError(f"--max-cost must be 0 or more, got {a.max_cost}")
-    if a.reasoning_tokens < 1:
-        raise HarnessError(f"--reasoning-tokens must be at least 1, got {a.reasoning_tokens}")
-    return ApiOptions(
-        base_urls=tuple(a.base_url),
-        concurrency=a.concurrency,
-        timeout=a.timeout,
-        max_retries=a.max_retries,
-        cache=a.cache,
-        no_cache=a.no_cache,
-        refresh=a.refresh,
-        max_cost=a.max_cost,
-        prices=a.prices,
-        reasoning={"auto": None, "yes": True, "no": False}[a.reasoning],
-        reasoning_tokens=a.reasoning_tokens,
-        reasoning_effort=a.reasoning_effort,
-        anthropic_greedy=a.anthropic_greedy,
-    )
-
-
-# --- local GPU backend options -------------------------------------------------------------------
-
-
-DTYPES = ("auto", "float32", "float16", "bfloat16")
-
-
-def add_local_args(g: argparse._ArgumentGroup) -> None:
-    g.add_argument("--chat", action="store_true", help="apply the model's chat template (off: raw text, as the paper)")
-    g.add_argument("--dtype", default="auto", choices=DTYPES, help="weights and activations (auto: the checkpoint's)")
-    g.add_argument("--tensor-parallel", type=int, default=1, metavar="N", help="vllm: split the model over N GPUs")
-    g.add_argument(
-        "--gpu-memory-utilization", type=float, default=0.9, metavar="F", help="vllm: share of GPU memory (0-1]"
-    )
-    g.add_argument("--max-model-len", type=int, metavar="N", help="vllm: context length (default: the model's)")
-    g.add_argument("--batch-size", type=int, metavar="N", help="hf: prompts per batch (default: chosen to fit memory)")
-
-
-def local_options(a: argparse.Namespace) -> LocalOptions:
-    for flag, value in (("--tensor-parallel", a.tensor_parallel), ("--max-model-len", a.max_model_len)):
-        if value is not None and value < 1:
-            raise HarnessError(f"{flag} must be at least 1, got {value}")
-    if a.batch_size is not None and a.batch_size < 1:
-        raise HarnessError(f"--batch-size must be at least 1, got {a.batch_size}")
-    if not 0 < a.gpu_memory_utilization <= 1:
-        raise HarnessError(f"--gpu-memory-utilization must be in (0, 1], got {a.gpu_memory_utilization}")
-    return LocalOptions(
-        chat=a.chat,
-        dtype=a.dtype,
-        tensor_parallel=a.tensor_parallel,
-        gpu_memory_utilization=a.gpu_memory_utilization,
-        max_model_len=a.max_model_len,
-        batch_size=a.batch_size,
-    )
-
-
-# -------------------------------------------------------------------------------------------------
-
-
-def extract_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="run_eval.py extract", description="Decrypt the C-STS release into a directory.")
-    p.add_argument("--archive", type=Path, required=True, help="csts.tar.enc")
-    p.add_argument("--password-file", type=Path, help="file holding the password (or set CSTS_PASSWORD)")
-    p.add_argument("--out", type=Path, required=True, help="directory to write csts_{train,validation,test}.csv into")
-    return p
-
-
-def config_from_args(a: argparse.Namespace) -> RunConfig:
-    if a.limit is not None and a.limit < 1:
-        raise HarnessError(f"--limit must be at least 1, got {a.limit}")
-    return RunConfig(
-        model=a.model,
-        backend=a.backend,
-        dataset=a.dataset,
-        split=a.split,
-        shots=a.shots,
-        instr=a.instr,
-        template=a.template,
-        seed=a.seed,
-        limit=a.limit,
-        labels=a.labels,
-        subset=a.subset,
-        subset_seed=a.subset_seed,
-        variant=a.variant,
-        answer_model=a.answer_model,
-        answer_backend=a.answer_backend,
-        answers=a.answers,
-        data_dir=a.data_dir,
-        archive=a.archive,
-        password_file=a.password_file,
-        results_dir=a.results_dir,
-        run_id=a.run_id,
-        dry_run=a.dry_run,
-        progress=not a.no_progress,
-        api=api_options(a),
-        local=local_options(a),
-    )
 
 
 def _fmt(value: object) -> str:
     return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+HEADLINE = ("n", "invalid_pct", "out_of_range_pct", "spearman", "pearson", "spearman_valid", "pearson_valid", "mse")
+STRICT = ("invalid_strict_pct", "spearman_strict", "pearson_strict")
+
+
+def metrics_line(m: dict[str, Any], keys: Sequence[str]) -> str:
+    """`key=value` pairs; a correlation that could mislead carries its note: `spearman=None (n=1)`."""
+    parts = []
+    for k in keys:
+        if k in m:
+            note = m.get(f"{k}_note")
+            parts.append(f"{k}={_fmt(m[k])}" + (f" ({note})" if note else ""))
+    return "  ".join(parts)
 
 
 def cmd_run(argv: Sequence[str]) -> int:
@@ -231,18 +61,11 @@ def cmd_run(argv: Sequence[str]) -> int:
             f"at most {m['max_output_tokens']} output tokens; cost at most {cost}; no model called"
         )
     else:
-        keys = [
-            "n",
-            "invalid_pct",
-            "out_of_range_pct",
-            "spearman",
-            "pearson",
-            "spearman_valid",
-            "pearson_valid",
-            "mse",
-            "errors",
-        ]
-        print("  ".join(f"{k}={_fmt(m[k])}" for k in keys if k in m))
+        print(metrics_line(m, [*HEADLINE, "errors"]))
+        if m.get("reasons"):
+            print("reasons: " + "  ".join(f"{k}={v}" for k, v in m["reasons"].items()))
+        if "invalid_strict_pct" in m:
+            print("strict parse (not the paper's rule): " + metrics_line(m, STRICT))
         if "submission" in m:
             print(f"submission: {m['submission']}")
         _report_api(m)
@@ -274,6 +97,7 @@ def cmd_extract(argv: Sequence[str]) -> int:
     from harness.release import extract_release, read_password
 
     a = extract_parser().parse_args(argv)
+    check_output(a.out, "--out", directory=True)
     password = read_password(a.password_file) if a.password_file else os.environ.get("CSTS_PASSWORD")
     if password is None:
         raise HarnessError("extract needs --password-file FILE (or CSTS_PASSWORD in the environment)")
@@ -282,13 +106,13 @@ def cmd_extract(argv: Sequence[str]) -> int:
     return 0
 
 
-def data_report_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def data_report_parser() -> Parser:
+    p = Parser(
         prog="run_eval.py data-report", description="Split sizes, label distributions, lengths, label-set agreement."
     )
-    p.add_argument("--dataset", default="all", choices=["all", "csts", "stsb"])
+    p.add_argument("--dataset", default="all", choices=["all", "csts", "stsb"], help="which dataset to describe")
     add_data_args(p)
-    p.add_argument("--json", type=Path, help="also write the report as JSON to this file")
+    p.add_argument("--json", type=Path, help="also write the report as JSON to this file (default: none)")
     return p
 
 
@@ -301,6 +125,8 @@ def cmd_data_report(argv: Sequence[str]) -> int:
     from harness.results import write_atomic
 
     a = data_report_parser().parse_args(argv)
+    if a.json:
+        check_output(a.json, "--json", directory=False)
     have_csts = a.data_dir or a.archive or os.environ.get("CSTS_DATA_DIR")
     names = ["csts", "stsb"] if a.dataset == "all" else [a.dataset]
     if a.dataset == "all" and not have_csts:
@@ -332,8 +158,8 @@ def cmd_sweep(argv: Sequence[str], grid: dict[str, list[str]]) -> int:
     return 0
 
 
-def report_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def report_parser() -> Parser:
+    p = Parser(
         prog="run_eval.py report",
         description="Tables (md/csv/tex), plots and CIs from run or sweep folders; calls no model.",
     )
@@ -358,20 +184,19 @@ def cmd_report(argv: Sequence[str]) -> int:
         out = (
             a.paths[0] / "report" if one_sweep else Path("results") / datetime.now(UTC).strftime("report-%Y%m%d-%H%M%S")
         )
+    check_output(out, "report folder", directory=True)
     out_dir = write_report(a.paths, out, load_published(a.published) if a.published else None)
     print((out_dir / "report.md").read_text(encoding="utf-8").split("## Published")[0].rstrip())
     print(f"report: {out_dir}")
     return 0
 
 
-def compare_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="run_eval.py compare", description="Paired comparison of two runs on the items both answered."
-    )
-    p.add_argument("run_a", type=Path)
-    p.add_argument("run_b", type=Path)
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    p.add_argument("--seed", type=int, default=0)
+def compare_parser() -> Parser:
+    p = Parser(prog="run_eval.py compare", description="Paired comparison of two runs on the items both answered.")
+    p.add_argument("run_a", type=Path, help="run folder A (differences are A - B)")
+    p.add_argument("run_b", type=Path, help="run folder B")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
     return p
 
 
@@ -383,13 +208,11 @@ def cmd_compare(argv: Sequence[str]) -> int:
     return 0
 
 
-def overlap_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="run_eval.py overlap", description="Text shared between the few-shot pool and the evaluated split."
-    )
-    p.add_argument("--dataset", default="csts", choices=["csts", "stsb"])
-    p.add_argument("--pool", default="train", help="the split shots come from (default train)")
-    p.add_argument("--eval", default="validation", help="the evaluated split (default validation)")
+def overlap_parser() -> Parser:
+    p = Parser(prog="run_eval.py overlap", description="Text shared between the few-shot pool and the evaluated split.")
+    p.add_argument("--dataset", default="csts", choices=["csts", "stsb"], help="dataset to compare splits of")
+    p.add_argument("--pool", default="train", help="the split shots come from")
+    p.add_argument("--eval", default="validation", help="the evaluated split")
     add_data_args(p)
     return p
 
@@ -406,12 +229,12 @@ def cmd_overlap(argv: Sequence[str]) -> int:
     return 0
 
 
-COMMANDS = {
+COMMANDS = {  # keys as in options.COMMAND_HELP, which `run_eval.py --help` lists
     "extract": cmd_extract,
     "data-report": cmd_data_report,
+    "overlap": cmd_overlap,
     "report": cmd_report,
     "compare": cmd_compare,
-    "overlap": cmd_overlap,
 }
 
 
@@ -422,6 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if command is not None:
             return command(args[1:])
+        if args and not args[0].startswith("-"):
+            raise HarnessError(unknown_command(args[0]))
         return cmd_run(args)
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -429,3 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted; finished responses are kept, rerun to continue", file=sys.stderr)
         return 130
+
+
+def unknown_command(word: str) -> str:
+    """A first word that is no command: a run takes only options, so this is a mistyped command."""
+    close = difflib.get_close_matches(word, COMMANDS, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown command {word!r}: {hint}commands are {', '.join(COMMANDS)}; a run takes options only (--model ...)"

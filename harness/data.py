@@ -7,9 +7,10 @@ import hashlib
 import io
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from harness.inputs import read_bytes
 from harness.release import OBTAIN_HINT, SPLIT_FILES, decrypt_release, read_password
 from harness.types import Dataset, Example, HarnessError
 
@@ -25,8 +26,12 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _label(value: str, where: str, *, hidden_ok: bool) -> float | None:
-    """Parse a label cell; -1 marks a hidden label in the C-STS test split."""
+def _label(value: str, where: str, label_range: tuple[float, float], *, hidden_ok: bool) -> float | None:
+    """Parse a label cell; -1 marks a hidden label in the C-STS test split, and only there.
+
+    A label outside the dataset's scale (C-STS 1-5, STS-B 0-5) is an error, not a number to keep: it would
+    enter Spearman and MSE as if it were a rating (a C-STS "17", a validation "-1").
+    """
     try:
         number = float(value)
     except ValueError:
@@ -35,14 +40,40 @@ def _label(value: str, where: str, *, hidden_ok: bool) -> float | None:
         raise HarnessError(f"{where}: label {value!r} is not a finite number")
     if hidden_ok and number == -1:
         return None
+    lo, hi = label_range
+    if not lo <= number <= hi:
+        hidden = " (-1 means hidden only in the test split)" if number == -1 else ""
+        raise HarnessError(f"{where}: label {value} is outside the {lo:g}-{hi:g} scale{hidden}")
     return number
+
+
+def _csv_error(e: csv.Error, reader: csv.DictReader[str], source: str) -> HarnessError:
+    # The csv module's one common failure on real files is its field size limit (131,072 characters),
+    # which in practice means an unclosed quote swallowed the rest of the file into one cell.
+    hint = " (an unclosed quote?)" if "field larger than field limit" in str(e) else ""
+    return HarnessError(f"{source} line {reader.line_num}: {e}{hint}")
+
+
+def _header(reader: csv.DictReader[str], source: str) -> list[str]:
+    try:
+        return list(reader.fieldnames or [])
+    except csv.Error as e:
+        raise _csv_error(e, reader, source) from None
+
+
+def _rows(reader: csv.DictReader[str], source: str) -> Iterator[dict[str, str]]:
+    """The reader's rows; a csv error becomes one line naming the file and line."""
+    try:
+        yield from reader
+    except csv.Error as e:
+        raise _csv_error(e, reader, source) from None
 
 
 def parse_csts_csv(data: bytes, source: str, split: str) -> tuple[Example, ...]:
     """Rows of one C-STS split; a missing condition is empty text, as in the reference code."""
     text = _decode(data, source)
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    header = reader.fieldnames or []
+    header = _header(reader, source)
     missing = [c for c in CSTS_COLUMNS if c not in header]
     if not header:
         raise HarnessError(f"{source} is empty (expected a header: {','.join(CSTS_COLUMNS)})")
@@ -52,14 +83,14 @@ def parse_csts_csv(data: bytes, source: str, split: str) -> tuple[Example, ...]:
             f"(expected {','.join(CSTS_COLUMNS)})"
         )
     examples = []
-    for i, row in enumerate(reader):
+    for i, row in enumerate(_rows(reader, source)):
         where = f"{source} row {i + 2}"
         s1, s2 = row["sentence1"], row["sentence2"]
         if s1 is None or s2 is None or row["label"] is None:
             raise HarnessError(f"{where}: too few fields")
         if not s1.strip() or not s2.strip():
             raise HarnessError(f"{where}: empty sentence")
-        label = _label(row["label"].strip(), where, hidden_ok=split == "test")
+        label = _label(row["label"].strip(), where, LABEL_RANGES["csts"], hidden_ok=split == "test")
         examples.append(Example(str(i), s1, s2, row["condition"] or "", label))
     if not examples:
         raise HarnessError(f"{source} has a header but no rows")
@@ -70,18 +101,18 @@ def parse_stsb_tsv(data: bytes, source: str) -> tuple[Example, ...]:
     """GLUE STS-B rows; quotes are literal text in this format, so quoting is off."""
     text = _decode(data, source)
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
-    header = reader.fieldnames or []
+    header = _header(reader, source)
     if not header:
         raise HarnessError(f"{source} is empty")
     missing = [c for c in STSB_COLUMNS if c not in header]
     if missing:
         raise HarnessError(f"{source}: missing column(s) {', '.join(missing)}; found {', '.join(header)}")
     examples = []
-    for i, row in enumerate(reader):
+    for i, row in enumerate(_rows(reader, source)):
         where = f"{source} row {i + 2}"
         if row["score"] is None:
             raise HarnessError(f"{where}: too few fields")
-        label = _label(row["score"], where, hidden_ok=False)
+        label = _label(row["score"], where, LABEL_RANGES["stsb"], hidden_ok=False)
         examples.append(Example(str(i), row["sentence1"], row["sentence2"], "", label))
     if not examples:
         raise HarnessError(f"{source} has a header but no rows")
@@ -110,17 +141,16 @@ def read_csts_files(
         data_dir = Path(os.environ["CSTS_DATA_DIR"])
     if data_dir is None:
         raise HarnessError(f"no C-STS data given: {OBTAIN_HINT}")
+    if Path(data_dir).exists() and not Path(data_dir).is_dir():
+        raise HarnessError(f"C-STS data directory {data_dir} is not a directory (--archive takes csts.tar.enc)")
     if not Path(data_dir).is_dir():
         raise HarnessError(f"C-STS data directory {data_dir} does not exist: {OBTAIN_HINT}")
     files = {}
     for name in SPLIT_FILES:
         path = Path(data_dir) / name
-        try:
-            files[name] = path.read_bytes()
-        except FileNotFoundError:
+        if not os.path.lexists(path):
             continue  # only the splits a run needs are required; checked by the caller
-        except OSError as e:
-            raise HarnessError(f"cannot read {path}: {e.strerror}") from None
+        files[name] = read_bytes(path, "C-STS split file")
     return files, str(data_dir)
 
 
@@ -146,10 +176,7 @@ def load_stsb(split: str, stsb_dir: Path = STSB_DIR) -> Dataset:
     raw = {}
     for s in {"train", split}:
         path = stsb_dir / _STSB_FILES[s]
-        try:
-            raw[s] = path.read_bytes()
-        except OSError as e:
-            raise HarnessError(f"cannot read bundled STS-B file {path}: {e.strerror}") from None
+        raw[s] = read_bytes(path, "bundled STS-B file")
     examples = parse_stsb_tsv(raw[split], f"stsb/{_STSB_FILES[split]}")
     pool = parse_stsb_tsv(raw["train"], "stsb/train.tsv") if split != "train" else examples
     hashes = {_STSB_FILES[s]: sha256(b) for s, b in sorted(raw.items())}

@@ -31,6 +31,8 @@ def load_reannotated(path: Path = REANNOTATED_TSV) -> dict[str, float | None]:
             value = float(fields[1])
         except ValueError:
             raise HarnessError(f"{path} line {n}: label {fields[1]!r} is not a number") from None
+        if value != -1 and not 1 <= value <= 5:
+            raise HarnessError(f"{path} line {n}: label {fields[1]} is outside the 1-5 scale (-1: invalid condition)")
         labels[fields[0]] = None if value == -1 else value
     return labels
 

@@ -15,9 +15,12 @@ import numpy as np
 from harness.backends import backend_for, make_backend
 from harness.backends.base import Backend
 from harness.calls import call, price_of, usage
+from harness.data import pair_ids
 from harness.dispatch import DispatchStats
+from harness.inputs import read_bytes, read_text
+from harness.pricing import Price
 from harness.prompts import PromptRenderer
-from harness.types import Completion, Example, HarnessError, Request, RunConfig
+from harness.types import Completion, Dataset, Example, HarnessError, Request, RunConfig, Scored
 
 ANSWER_TEMPLATE = "csts/qa-answer.j2"  # Figure 7
 SCORE_TEMPLATE = "csts/qa.j2"  # Figure 9
@@ -102,10 +105,7 @@ def answer_record(key: AnswerKey, answer: str | None, model: str, error: str | N
 
 def read_answers(path: Path) -> dict[AnswerKey, str]:
     """Answers from an earlier run's answers.jsonl (--answers FILE); failed answers are skipped."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as e:
-        raise HarnessError(f"cannot read answers file {path}: {e.strerror}") from None
+    lines = read_text(Path(path), "answers file").splitlines()
     answers = {}
     for n, line in enumerate(lines, start=1):
         if not line.strip():
@@ -130,21 +130,30 @@ def answer_config(config: RunConfig) -> RunConfig:
     backend = config.answer_backend
     if backend is None:
         try:
-            backend = backend_for(model)
+            backend = backend_for(model, config.api.base_urls)
         except HarnessError:
             backend = config.backend
     return dataclasses.replace(config, model=model, backend=backend)
 
 
-def make_answer_backend(config: RunConfig) -> Backend:
-    """The backend answering the questions: a language model, never an offline baseline or an embedder."""
+def check_answer_backend(config: RunConfig) -> str:
+    """The answer model's backend name, checked without building it (dry runs check exactly this too)."""
     acfg = answer_config(config)
-    if acfg.backend == "offline":
+    name = acfg.backend or backend_for(acfg.model, config.api.base_urls)
+    if name == "offline":
         raise HarnessError(
             f"--answer-model {acfg.model!r} is an offline baseline: the qa variants need a language model "
             "to answer questions (--answer-model gpt-3.5-turbo, or --answers FILE from an earlier run)"
         )
-    return make_backend(acfg, (1.0, 5.0))
+    if name == "sentence-transformers":
+        raise HarnessError("--answer-backend sentence-transformers only embeds text: it cannot answer questions")
+    return name
+
+
+def make_answer_backend(config: RunConfig) -> Backend:
+    """The backend answering the questions: a language model, never an offline baseline or an embedder."""
+    check_answer_backend(config)
+    return make_backend(answer_config(config), (1.0, 5.0))
 
 
 def generate_answers(
@@ -187,6 +196,7 @@ def score_requests(
     shots: Sequence[Sequence[Example]],
     answers: Mapping[AnswerKey, str],
     renderer: PromptRenderer,
+    max_tokens: int = 20,
 ) -> tuple[tuple[Request, ...], dict[str, Completion]]:
     """Figure 9 prompts for queries whose answers (and their shots' answers) all exist; the rest fail as errors."""
     requests, failed = [], {}
@@ -198,7 +208,7 @@ def score_requests(
         else:
             views = [qa_view(s, answers) for s in q_shots]
             prompt = renderer.render(qa_view(q, answers), views)  # type: ignore[arg-type]
-            requests.append(Request(q.id, prompt))
+            requests.append(Request(q.id, prompt, max_tokens=max_tokens))
     return tuple(requests), failed
 
 
@@ -213,6 +223,57 @@ def embedding_requests(answers: Mapping[AnswerKey, str]) -> tuple[Request, ...]:
     """One request per distinct answer text (its id a hash of the text)."""
     texts = sorted(set(answers.values()))
     return tuple(Request("embed-" + hashlib.sha256(t.encode()).hexdigest()[:20], t, max_tokens=0) for t in texts)
+
+
+def answer_identity(config: RunConfig, unique_answers: int) -> dict[str, Any]:
+    """What decides a qa run's answers, for config.json and its config_hash."""
+    if config.variant == "sentences":
+        return {}
+    record: dict[str, Any] = {
+        "answer_model": answer_config(config).model,
+        "answer_backend": config.answer_backend,
+        "answer_template_hashes": PromptRenderer(ANSWER_TEMPLATE).hashes(),
+        "unique_answers": unique_answers,
+    }
+    if config.answers is not None:
+        record["answers_file_sha256"] = hashlib.sha256(read_bytes(Path(config.answers), "answers file")).hexdigest()
+    return record
+
+
+def embed_step(
+    config: RunConfig,
+    queries: Sequence[Example],
+    shots: Sequence[Sequence[Example]],
+    dataset: Dataset,
+    answers: dict[AnswerKey, str],
+    backend: Backend,
+    price: Price | None,
+    stats: DispatchStats,
+) -> tuple[list[Scored], dict[str, Completion]]:
+    """qa-embed: embed each distinct answer once; a query's prediction is the cosine of its two answers'."""
+    requests = embedding_requests(answers)
+    completions = call(backend, requests, config, price, stats, desc=f"embeddings ({config.model})", scores=False)
+    vectors = {r.prompt: json.loads(c.text) for r in requests if (c := completions[r.id]).text is not None}
+    errors = {r.prompt: c.error for r in requests if (c := completions[r.id]).error is not None}
+    pairs = pair_ids(dataset.examples)
+    samples = []
+    for q, q_shots in zip(queries, shots, strict=True):
+        k1, k2 = _keys(q)
+        a1, a2 = answers.get(k1, ""), answers.get(k2, "")
+        if k1 not in answers or k2 not in answers:
+            error: str | None = f"no answer to {question_for(q.condition)!r}"
+        else:
+            error = next((errors[a] for a in (a1, a2) if a in errors), None)
+        sim = cosine(vectors[a1], vectors[a2]) if error is None else None
+        output = None if sim is None else f"{sim:.6f}"
+        reason = "error" if error is not None else "number"  # a cosine is always a number, in [-1, 1]
+        shot_ids = tuple(s.id for s in q_shots)
+        samples.append(
+            Scored(
+                q.id, f"{a1}\n{a2}", shot_ids, output, sim, sim is not None, sim, q.label, error, pairs[q.id], reason
+            )
+        )
+    return samples, completions
 
 
 def _keys(e: Example) -> tuple[AnswerKey, AnswerKey]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
+from harness.inputs import read_bytes, read_text
 from harness.types import HarnessError
 
 SPLIT_FILES = ("csts_train.csv", "csts_validation.csv", "csts_test.csv")
@@ -29,19 +30,13 @@ _PBKDF2_ITERATIONS = 10_000  # openssl's default for -pbkdf2
 
 def read_password(path: Path) -> str:
     """The first line of the password file, without its newline."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise HarnessError(f"cannot read password file {path}: {e.strerror}") from None
+    text = read_text(Path(path), "password file")
     return text.splitlines()[0] if text else ""
 
 
 def decrypt_release(archive: Path, password: str) -> dict[str, bytes]:
     """Decrypt the archive in memory and return {file name: bytes} of the three split CSVs."""
-    try:
-        blob = Path(archive).read_bytes()
-    except OSError as e:
-        raise HarnessError(f"cannot read C-STS archive {archive}: {e.strerror}") from None
+    blob = read_bytes(Path(archive), "C-STS archive")
     try:
         raw = base64.b64decode(b"".join(blob.split()), validate=True)
     except binascii.Error:

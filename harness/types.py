@@ -58,6 +58,11 @@ class Completion:
     error: str | None = None
     usage: Usage = Usage()
     cached: bool = False
+    finish_reason: str | None = None
+    refusal: str | None = None
+    served_model: str | None = None
+    truncated: bool = False
+    deterministic_error: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,9 @@ class Scored:
     label: float | None
     error: str | None = None
     pair: str | None = None  # C-STS: id of the first row with this sentence pair (bootstrap clusters); else None
+    reason: str | None = None  # parsing.reason_code: number, no-number, echo, out-of-range, refusal, cut-off, error
+    parsed_strict: float | None = None  # --parse strict only: parsing.strict_score of the output
+    prediction_strict: float | None = None  # --parse strict only: parsed_strict, or the same seeded fallback draw
 
 
 @dataclass(frozen=True)
@@ -136,3 +144,9 @@ class RunConfig:
     progress: bool = True
     api: ApiOptions = field(default_factory=ApiOptions)
     local: LocalOptions = field(default_factory=LocalOptions)
+    chat: bool | None = None  # --chat / --no-chat; None: the backend's default
+    stop: tuple[str, ...] = ()  # stop sequences (default none: the paper's protocol)
+    max_tokens: int = 20  # output budget of each scoring request (Deshpande et al. 2023, App. A.3: 20)
+    shot_sampler: str = "seeded"  # "seeded" (per query) or "reference" (the published script's one stream)
+    scoring: str = "parsed"  # "parsed" (the paper's first number) or "expected" (from log-probabilities)
+    parse: str = "first-number"  # "strict" adds a second metric set (spearman_strict, ...); never replaces it

@@ -43,8 +43,11 @@ def test_offline_stsb_run_writes_a_complete_folder(tmp_path: Path, capsys: pytes
         "label",
         "error",
         "pair",
+        "reason",
+        "parsed_strict",
+        "prediction_strict",
     }
-    assert all(len(s["shot_ids"]) == 2 and s["valid"] for s in samples)
+    assert all(len(s["shot_ids"]) == 2 and s["valid"] and s["reason"] == "number" for s in samples)
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["n"] == 30 and metrics["invalid_pct"] == 0.0
     assert "spearman=" in capsys.readouterr().out
@@ -194,3 +197,47 @@ def test_existing_run_id_is_refused(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert _run(args, tmp_path) == 0
     assert _run(args, tmp_path) == 2
     assert "already exists: choose another --run-id" in capsys.readouterr().err
+
+
+def test_an_all_echo_run_says_why_its_numbers_mislead(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 15: a small model echoing "Sentence 1: ..." parses as 1.0 every time: 0 % invalid, Spearman None.
+    The reason codes and the note say what happened, on the CLI line and in metrics.json."""
+    from tests.fake_server import FakeServer
+
+    with FakeServer(answer=lambda prompt: "Sentence 1: " + prompt[-40:]) as server:
+        argv = ["--model", "m", "--base-url", server.openai_url, "--dataset", "stsb", "--limit", "40"]
+        assert _run([*argv, "--run-id", "echo", "--parse", "strict"], tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "invalid_pct=0.00" in out
+    assert "spearman=None (constant predictions: all 40 parsed as 1.0)" in out
+    assert "reasons: echo=40" in out
+    assert "strict parse (not the paper's rule): invalid_strict_pct=100.00" in out
+    metrics = json.loads((tmp_path / "results" / "echo" / "metrics.json").read_text())
+    assert metrics["reasons"] == {"echo": 40} and metrics["spearman"] is None
+    assert metrics["spearman_note"] == metrics["pearson_note"] == "constant predictions: all 40 parsed as 1.0"
+    assert metrics["invalid_strict_pct"] == 100.0 and metrics["invalid_pct"] == 0.0
+    samples = [json.loads(line) for line in (tmp_path / "results" / "echo" / "samples.jsonl").read_text().splitlines()]
+    assert {s["reason"] for s in samples} == {"echo"} and {s["parsed"] for s in samples} == {1.0}
+
+
+def test_a_small_run_flags_its_correlations_with_n(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["--dataset", "stsb", "--model", "overlap", "--limit", "12", "--run-id", "small"], tmp_path) == 0
+    out = capsys.readouterr().out
+    assert "spearman=" in out and "(n=12)" in out
+    metrics = json.loads((tmp_path / "results" / "small" / "metrics.json").read_text())
+    assert {k for k in metrics if k.endswith("_note")} == {
+        "spearman_note",
+        "pearson_note",
+        "spearman_valid_note",
+        "pearson_valid_note",
+    }
+    assert metrics["spearman_note"] == "n=12"
+
+
+def test_max_tokens_is_what_the_server_receives(tmp_path: Path) -> None:
+    from tests.fake_server import FakeServer
+
+    with FakeServer() as server:
+        argv = ["--model", "m", "--base-url", server.openai_url, "--dataset", "stsb", "--limit", "2"]
+        assert _run([*argv, "--max-tokens", "5"], tmp_path) == 0
+    assert {c.body["max_tokens"] for c in server.calls} == {5}

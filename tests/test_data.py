@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from harness.data import load_dataset, parse_csts_csv
+from harness.data import load_dataset, parse_csts_csv, parse_stsb_tsv
 from harness.types import HarnessError
 from tests.conftest import csv_bytes, synthetic_rows
 
@@ -85,9 +86,49 @@ def test_test_split_labels_are_hidden() -> None:
     assert all(e.label is None for e in ex)
 
 
-def test_minus_one_outside_test_is_a_number_not_hidden() -> None:
-    ex = parse_csts_csv(b"sentence1,sentence2,condition,label\na,b,c,-1\n", "x.csv", "validation")
-    assert ex[0].label == -1.0
+@pytest.mark.parametrize(
+    ("label", "split", "message"),
+    [
+        ("17", "validation", "label 17 is outside the 1-5 scale"),
+        ("-1", "validation", "label -1 is outside the 1-5 scale (-1 means hidden only in the test split)"),
+        ("0", "train", "label 0 is outside the 1-5 scale"),
+        ("5.5", "test", "label 5.5 is outside the 1-5 scale"),
+    ],
+)
+def test_csts_label_off_the_scale_is_an_error(label: str, split: str, message: str) -> None:
+    with pytest.raises(HarnessError, match=r"x.csv row 2: " + message.replace("(", r"\(").replace(")", r"\)")):
+        parse_csts_csv(f"sentence1,sentence2,condition,label\na,b,c,{label}\n".encode(), "x.csv", split)
+
+
+def test_csts_scale_ends_and_hidden_test_labels_are_kept() -> None:
+    rows = b"sentence1,sentence2,condition,label\na,b,c,1\na,b,d,5.0\n"
+    assert [e.label for e in parse_csts_csv(rows, "x.csv", "validation")] == [1.0, 5.0]
+    hidden = parse_csts_csv(b"sentence1,sentence2,condition,label\na,b,c,-1\n", "x.csv", "test")
+    assert hidden[0].label is None
+
+
+def test_stsb_label_off_the_scale_is_an_error() -> None:
+    assert parse_stsb_tsv(b"sentence1\tsentence2\tscore\na\tb\t0.0\n", "x.tsv")[0].label == 0.0
+    with pytest.raises(HarnessError, match="x.tsv row 3: label 5.2 is outside the 0-5 scale"):
+        parse_stsb_tsv(b"sentence1\tsentence2\tscore\na\tb\t5\nc\td\t5.2\n", "x.tsv")
+
+
+def test_cell_over_the_csv_field_limit_is_one_line() -> None:
+    """csv.field_size_limit() is 131,072: a longer cell (usually an unclosed quote) is named, not a traceback."""
+    rows = b'sentence1,sentence2,condition,label\na,b,c,1\n"' + b"x" * 140_000 + b'",b,c,2\n'
+    with pytest.raises(HarnessError, match=r"x.csv line \d+: field larger than field limit .*unclosed quote"):
+        parse_csts_csv(rows, "x.csv", "validation")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_split_file_that_is_not_a_regular_file_fails_at_once(csts_dir: Path, kind: str) -> None:
+    """A FIFO would block open() forever; a directory is named as such."""
+    target = csts_dir / "csts_validation.csv"
+    target.unlink()
+    os.mkfifo(target) if kind == "fifo" else target.mkdir()
+    expected = r"a FIFO \(named pipe\)" if kind == "fifo" else "a directory"
+    with pytest.raises(HarnessError, match=f"csts_validation.csv is {expected}, not a file"):
+        load_dataset("csts", "validation", data_dir=csts_dir)
 
 
 def test_row_ids_are_file_positions() -> None:

@@ -80,3 +80,51 @@ def test_sentences_are_stripped_and_conditions_kept_as_the_reference_does() -> N
     )
     stsb = PromptRenderer("stsb/none.j2").render(Example("0", " a  b ", "c ", "", None), [])
     assert stsb == "Input:  Sentence 1:  a  b Sentence 2:  c Output: "
+
+
+def test_a_copy_of_a_bundled_template_works_from_anywhere(tmp_path: Path) -> None:
+    """Bundled templates include each other ("csts/none.j2"): the loader looks beside the file, then bundled."""
+    from harness.prompts import TEMPLATES_DIR
+
+    mine = tmp_path / "elsewhere" / "my-long.j2"
+    mine.parent.mkdir()
+    mine.write_text((TEMPLATES_DIR / "csts" / "long.j2").read_text())
+    q, shot = Example("0", "A cat sits.", "A dog runs.", "The animal.", None), Example("1", "x", "y", "z", 2.0)
+    assert PromptRenderer(str(mine)).render(q, [shot]) == PromptRenderer("csts/long.j2").render(q, [shot])
+    assert set(PromptRenderer(str(mine)).hashes()) == {"my-long.j2", "csts/none.j2"}
+
+
+def test_an_include_beside_the_users_file_wins(tmp_path: Path) -> None:
+    (tmp_path / "csts").mkdir()
+    (tmp_path / "csts" / "none.j2").write_text("MINE {{ query.sentence1 }}")
+    (tmp_path / "t.j2").write_text('{% include "csts/none.j2" %}')
+    assert PromptRenderer(str(tmp_path / "t.j2")).render(Example("0", "a", "b", "c", None), []) == "MINE a"
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (b'{% include "nothere.j2" %}', "template t.j2: included template 'nothere.j2' not found"),
+        (b"{{ query.sentence1 }}\n{{ 1/0 }}", "template t.j2 line 2: ZeroDivisionError: division by zero"),
+        (b"caf\xe9 {{ query.sentence1 }}", "template t.j2: not UTF-8 text (byte 3)"),
+        (b"{{ query.sentence1 ", "template t.j2: line 1: unexpected end of template"),
+        (b'{% include "broken.j2" %}', "template t.j2: included broken.j2 line 1"),
+    ],
+)
+def test_every_template_failure_is_one_harness_error(tmp_path: Path, source: bytes, message: str) -> None:
+    (tmp_path / "broken.j2").write_text("{% if %}")
+    (tmp_path / "t.j2").write_bytes(source)
+    with pytest.raises(HarnessError) as e:
+        PromptRenderer(str(tmp_path / "t.j2")).render(Example("0", "a", "b", "c", None), [])
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_directory_or_fifo_named_like_a_template_is_refused(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "d.j2").mkdir()
+    os.mkfifo(tmp_path / "f.j2")
+    with pytest.raises(HarnessError, match="d.j2 is a directory, not a file"):
+        PromptRenderer(str(tmp_path / "d.j2"))
+    with pytest.raises(HarnessError, match=r"f.j2 is a FIFO \(named pipe\), not a file"):
+        PromptRenderer(str(tmp_path / "f.j2"))

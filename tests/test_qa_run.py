@@ -128,6 +128,8 @@ def test_qa_embed_scores_by_cosine_with_no_invalid_outputs(csts_dir: Path, tmp_p
         assert s["prediction"] == pytest.approx(dot / norm) and s["valid"]
     metrics = json.loads((tmp_path / "e" / "metrics.json").read_text())
     assert metrics["invalid_pct"] == 0.0 and metrics["out_of_range_pct"] == 0.0
+    assert "mse" not in metrics  # cosines are not on the 1-5 label scale
+    assert metrics["reasons"] == {"number": 8}
     config = json.loads((tmp_path / "e" / "config.json").read_text())
     assert config["variant"] == "qa-embed" and config["answer_model"] == "answerer"
 

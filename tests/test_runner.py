@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from harness.runner import prepare, score
@@ -34,3 +35,43 @@ def test_shot_ids_are_recorded(csts_dir: Path) -> None:
     prep = prepare(RunConfig(model="overlap", data_dir=csts_dir, shots=2, limit=2))
     scored = score(prep, None, seed=0)
     assert [s.shot_ids for s in scored] == [tuple(e.id for e in shots) for shots in prep.shots]
+
+
+def test_score_gives_each_answered_sample_its_reason(csts_dir: Path) -> None:
+    prep = prepare(RunConfig(model="overlap", data_dir=csts_dir, limit=5))
+    completions = {
+        "0": Completion("0", "4", finish_reason="stop"),
+        "1": Completion("1", "Sentence 1: a red fox", finish_reason="length"),
+        "2": Completion("2", "The two sentences", finish_reason="length"),
+        "3": Completion("3", "", refusal="I can't help with that."),
+        "4": Completion("4", None, error="HTTP 500"),
+    }
+    assert [s.reason for s in score(prep, completions, seed=0)] == ["number", "echo", "cut-off", "refusal", "error"]
+    assert all(s.reason is None for s in score(prep, None, seed=0))  # a dry run answered nothing
+
+
+def test_strict_scoring_shares_the_fallback_draw(csts_dir: Path) -> None:
+    prep = prepare(RunConfig(model="overlap", data_dir=csts_dir, limit=3))
+    completions = {c: Completion(c, t) for c, t in (("0", "4"), ("1", "between 1 and 5: 3"), ("2", "none"))}
+    s0, s1, s2 = score(prep, completions, seed=0, strict=True)
+    assert (s0.parsed_strict, s0.prediction_strict) == (4.0, 4.0)
+    assert s1.parsed == 1.0 and s1.parsed_strict is None and s1.prediction_strict not in (None, 1.0)
+    assert s2.prediction_strict == s2.prediction  # invalid both ways: the same seeded draw
+    assert all(s.parsed_strict is None for s in score(prep, completions, seed=0))  # off unless asked
+
+
+def test_max_tokens_reaches_every_request(csts_dir: Path) -> None:
+    prep = prepare(RunConfig(model="overlap", data_dir=csts_dir, limit=3, max_tokens=5))
+    assert {r.max_tokens for r in prep.requests} == {5}
+
+
+def test_new_options_at_their_defaults_keep_old_config_hashes(csts_dir: Path) -> None:
+    """Runs made before --parse/--max-tokens/... existed must still be reused by sweeps."""
+    from harness.runner import plan
+
+    base = RunConfig(model="overlap", data_dir=csts_dir, limit=3)
+    record = plan(base).record
+    assert not {"chat", "stop", "max_tokens", "shot_sampler", "scoring", "parse"} & set(record)
+    changed = plan(dataclasses.replace(base, max_tokens=5, parse="strict")).record
+    assert (changed["max_tokens"], changed["parse"]) == (5, "strict")
+    assert changed["config_hash"] != record["config_hash"]

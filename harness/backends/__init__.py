@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from harness.backends.base import Backend
 from harness.backends.hf import HFBackend
@@ -22,13 +23,14 @@ BACKENDS = (
 _KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
-def backend_for(model: str) -> str:
-    """The backend a model name implies; --backend overrides it."""
+def backend_for(model: str, base_urls: Sequence[str] = ()) -> str:
+    """The backend a model name implies; --backend overrides it. With --base-url, a name that implies
+    nothing means the OpenAI-compatible server at that URL (that is what a user means)."""
     if model in OFFLINE_MODELS:
         return "offline"
     if model.startswith("claude"):
         return "anthropic"
-    if model.startswith(("gpt-", "o1", "o3", "o4", "chatgpt", "text-")):
+    if model.startswith(("gpt-", "o1", "o3", "o4", "chatgpt", "text-")) or base_urls:
         return "openai"
     raise HarnessError(
         f"unknown model {model!r}: pass --backend ({', '.join(BACKENDS)}) to say how to reach it, "
@@ -48,7 +50,7 @@ def _api_key(backend: str, base_urls: tuple[str, ...]) -> str:
 
 def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend:
     """Build the run's backend; fails in one line before any work when it cannot be used."""
-    name = config.backend or backend_for(config.model)
+    name = config.backend or backend_for(config.model, config.api.base_urls)
     match name:
         case "offline":
             if config.model == "random":
@@ -93,7 +95,7 @@ def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend
 def make_embedding_backend(config: RunConfig) -> Backend:
     """The qa-embed variant's embedding model: OpenAI's embeddings API (or a compatible server), or a local
     sentence-transformers model (`--backend sentence-transformers --model DIR`)."""
-    name = config.backend or backend_for(config.model)
+    name = config.backend or backend_for(config.model, config.api.base_urls)
     match name:
         case "openai":
             from harness.backends.embeddings import OpenAIEmbeddingBackend

@@ -1,0 +1,74 @@
+"""`--dry-run`: what a run would send and cost, with every prompt rendered; no model is called."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from harness.calls import output_budget, price_of
+from harness.data import pair_ids
+from harness.pricing import Price
+from harness.qa import answer_config, score_requests
+from harness.tokens import count_tokens
+from harness.types import RunConfig, Scored
+
+if TYPE_CHECKING:
+    from harness.runner import Prepared
+
+PLACEHOLDER = "<answer>"
+
+
+def placeholder_prompts(prep: Prepared, max_tokens: int = 20) -> Prepared:
+    """Figure 9 prompts with "<answer>" in place of answers not yet asked for (dry run: token counts)."""
+    placeholders = dict.fromkeys(prep.answer_keys, PLACEHOLDER)
+    requests, _ = score_requests(prep.queries, prep.shots, placeholders, prep.renderer, max_tokens)
+    return dataclasses.replace(prep, requests=requests)
+
+
+def dry_run_samples(config: RunConfig, prep: Prepared) -> list[Scored]:
+    """qa-embed has no scoring prompt: one line per query naming the two answers whose embeddings it compares."""
+    pairs = pair_ids(prep.dataset.examples)
+    return [
+        Scored(
+            q.id,
+            f"{PLACEHOLDER}\n{PLACEHOLDER}",
+            tuple(s.id for s in shots),
+            None,
+            None,
+            False,
+            None,
+            q.label,
+            None,
+            pairs.get(q.id),
+        )
+        for q, shots in zip(prep.queries, prep.shots, strict=True)
+    ]
+
+
+def dry_run_estimate(config: RunConfig, prep: Prepared, price: Price | None) -> dict[str, Any]:
+    """Requests, prompt tokens and the most the run could cost (every answer at its full output budget)."""
+    steps = []
+    if config.variant != "sentences":
+        acfg = answer_config(config)
+        steps.append(("answers", acfg, prep.answer_requests, price_of(acfg, None)))
+    if config.variant == "qa":
+        steps.append(("scoring", config, placeholder_prompts(prep, config.max_tokens).requests, price))
+    elif config.variant == "sentences":
+        steps.append(("scoring", config, prep.requests, price))
+    estimate: dict[str, Any] = {"dry_run": True, "requests": 0, "prompt_tokens": 0, "max_output_tokens": 0}
+    costs = []
+    for step, cfg, requests, step_price in steps:
+        tokens, method = count_tokens([r.prompt for r in requests], cfg.model)
+        output = sum(output_budget(cfg, r) for r in requests)
+        cost = round(step_price.cost(tokens, output), 4) if step_price else None
+        estimate[step] = {"model": cfg.model, "requests": len(requests), "prompt_tokens": tokens, "max_cost_usd": cost}
+        estimate["requests"] += len(requests)
+        estimate["prompt_tokens"] += tokens
+        estimate["max_output_tokens"] += output
+        estimate["token_count"] = method
+        costs.append(cost)
+    if config.variant == "qa-embed":
+        estimate["embeddings"] = {"model": config.model, "requests": f"at most {2 * len(prep.queries)}"}
+    estimate["max_cost_usd"] = None if None in costs else round(sum(c for c in costs if c is not None), 4)
+    estimate["price"] = dataclasses.asdict(price) if price else None
+    return estimate

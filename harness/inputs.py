@@ -1,0 +1,86 @@
+"""Read the files a user names (CSVs, archive, password, answers, prices): regular files only, one-line errors.
+
+A FIFO, a socket or a device where a file should be would block `open()` or `read()` forever; a directory
+fails with a bare `IsADirectoryError`. Each is refused here with the path and what was expected.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from harness.types import HarnessError
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
+
+
+def check_regular(path: Path, what: str) -> None:
+    """Fail in one line unless `path` exists and is a regular file (symlinks followed); opens nothing."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise HarnessError(f"{what} {path} does not exist") from None
+    except OSError as e:
+        raise HarnessError(f"cannot read {what} {path}: {e.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise HarnessError(f"{what} {path} is {_kind(mode)}, not a file")
+
+
+def read_bytes(path: Path, what: str) -> bytes:
+    """The file's bytes. Opened non-blocking and checked with fstat before any read, so a FIFO never hangs
+    (and a file swapped for one between a check and the open is caught too)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise HarnessError(f"{what} {path} does not exist") from None
+    except IsADirectoryError:
+        raise HarnessError(f"{what} {path} is a directory, not a file") from None
+    except OSError as e:
+        raise HarnessError(f"cannot read {what} {path}: {e.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise HarnessError(f"{what} {path} is {_kind(mode)}, not a file")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            return f.read()
+        except OSError as e:
+            raise HarnessError(f"cannot read {what} {path}: {e.strerror}") from None
+
+
+def read_text(path: Path, what: str) -> str:
+    """The file as UTF-8 text (a byte-order mark is dropped); anything else is one clear error."""
+    data = read_bytes(path, what)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise HarnessError(f"{what} {path} is not UTF-8 text (byte {e.start})") from None
+
+
+def check_output(path: Path, what: str, *, directory: bool) -> None:
+    """Fail in one line, before any work, when `path` cannot become the file or folder asked for: it exists
+    as the wrong kind, or one of its parents is a file."""
+    path = Path(path)
+    if path.exists():
+        if directory and not path.is_dir():
+            raise HarnessError(f"{what} {path} exists and is not a directory")
+        if not directory and not path.is_file():
+            raise HarnessError(f"{what} {path} exists and is not a regular file")
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise HarnessError(f"{what} {path} cannot be created: {parent} is a file")
+            if not os.access(parent, os.W_OK | os.X_OK) and not path.exists():
+                raise HarnessError(f"{what} {path} cannot be created: {parent} is not writable")
+            return
