@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.inputs import check_output
+from harness.inputs import check_output, check_regular
 from harness.options import Parser, add_data_args, config_from_args, run_parser
 from harness.types import HarnessError
 
@@ -178,6 +178,8 @@ def cmd_report(argv: Sequence[str]) -> int:
     from harness.report import write_report
 
     a = report_parser().parse_args(argv)
+    if a.published is not None:
+        check_regular(a.published, "--published")
     out = a.out
     if out is None:
         one_sweep = len(a.paths) == 1 and (a.paths[0] / "sweep.json").is_file()
@@ -204,6 +206,8 @@ def cmd_compare(argv: Sequence[str]) -> int:
     from harness.report import compare_runs
 
     a = compare_parser().parse_args(argv)
+    if a.resamples < 1:
+        raise HarnessError(f"--resamples must be at least 1, got {a.resamples}")
     print(compare_runs(a.run_a, a.run_b, a.resamples, a.seed), end="")
     return 0
 

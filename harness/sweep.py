@@ -126,7 +126,10 @@ def _summary(metrics: dict[str, Any]) -> str:
     if metrics.get("dry_run"):
         return f"dry run, {metrics['requests']} requests"
     parts = [f"invalid={metrics['invalid_pct']:.1f}%"] if metrics.get("invalid_pct") is not None else []
-    parts += [f"{k}={metrics[k]:.2f}" for k in ("spearman", "pearson") if metrics.get(k) is not None]
+    for k in ("spearman", "pearson"):  # a correlation that could mislead carries its note, as on the run's line
+        value, note = metrics.get(k), metrics.get(f"{k}_note")
+        if value is not None or note:
+            parts.append(f"{k}={'None' if value is None else f'{value:.2f}'}" + (f" ({note})" if note else ""))
     return " ".join(parts) or "no labels"
 
 

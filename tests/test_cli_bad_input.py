@@ -117,6 +117,12 @@ BAD_INPUT: list[Case] = [
     # commands
     ("a mistyped command", _args("reprot", "results"), "unknown command 'reprot': did you mean 'report'?"),
     ("no --model", _args("--dataset", "stsb"), "the following arguments are required: --model"),
+    ("compare --resamples 0", _args("compare", "TMP", "TMP", "--resamples", "0"), "--resamples must be at least 1"),
+    (
+        "report --published FIFO",
+        lambda tmp, data: [os.mkfifo(tmp / "p.csv"), "report", str(tmp), "--published", str(tmp / "p.csv")][1:],
+        "--published",
+    ),
     ("data-report --json on a directory", _args("data-report", "--dataset", "stsb", "--json", "TMP"), "--json"),
     # a dry run validates what a real run validates
     ("dry run, unknown model", _args("--model", "nosuchmodel", "--data-dir", "DATA", "--dry-run"), "unknown model"),
@@ -163,7 +169,7 @@ def test_every_class_of_bad_input_is_one_line_exit_2_and_nothing_written(
             (data / "csts_validation.csv").write_bytes(csv_bytes(synthetic_rows(5, 2)))
             argv = setup(case, data)
             before = sorted(p.relative_to(case) for p in case.rglob("*"))
-            if argv[0] not in ("reprot", "data-report"):
+            if argv[0].startswith("-"):  # a run (sub-commands take no --results-dir)
                 argv += ["--results-dir", str(case / "results"), "--no-progress"]
             signal.alarm(20)
             try:

@@ -69,3 +69,32 @@ def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--model", "overlap", "--dataset", "imdb"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "argument --dataset: invalid choice: 'imdb'" in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "chat", "local_chat"), [([], None, False), (["--chat"], True, True), (["--no-chat"], False, False)]
+)
+def test_chat_is_three_way_and_local_backends_keep_reading_it(
+    flag: list[str], chat: bool | None, local_chat: bool
+) -> None:
+    from harness.options import config_from_args
+
+    config = config_from_args(run_parser().parse_args(["--model", "x", *flag]))
+    assert config.chat is chat and config.local.chat is local_chat
+
+
+def test_decoding_flags_reach_the_run_config() -> None:
+    from harness.options import config_from_args
+
+    argv = ["--model", "x", "--stop", "\n", "--stop", "###", "--max-tokens", "5", "--parse", "strict"]
+    config = config_from_args(run_parser().parse_args([*argv, "--shot-sampler", "reference", "--scoring", "expected"]))
+    assert config.stop == ("\n", "###") and config.max_tokens == 5 and config.parse == "strict"
+    assert (config.shot_sampler, config.scoring) == ("reference", "expected")  # parsed; validate.py decides
+    default = config_from_args(run_parser().parse_args(["--model", "x"]))
+    assert (default.stop, default.max_tokens, default.shot_sampler, default.scoring, default.parse) == (
+        (),
+        20,
+        "seeded",
+        "parsed",
+        "first-number",
+    )

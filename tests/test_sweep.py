@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.sweep import cells, finished_runs, split_grid
+from harness.sweep import cells, finished_runs, run_sweep, split_grid
 from harness.types import HarnessError, RunConfig
 
 
@@ -103,3 +103,10 @@ def test_a_bad_value_fails_before_any_cell_runs(tmp_path: Path, csts_dir: Path, 
 def test_run_id_with_a_grid_is_refused() -> None:
     with pytest.raises(HarnessError, match="--run-id"):
         cells(RunConfig(model="a", run_id="mine"), {"model": ["a", "b"]})
+
+
+def test_a_cell_line_carries_its_correlation_notes(tmp_path: Path, csts_dir: Path) -> None:
+    lines: list[str] = []
+    base = RunConfig(model="overlap", data_dir=csts_dir, results_dir=tmp_path, limit=6, progress=False)
+    run_sweep(base, {"model": ["overlap", "random"]}, log=lines.append)
+    assert all("spearman=" in line and "(n=6)" in line for line in lines)
