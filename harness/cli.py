@@ -45,13 +45,14 @@ def metrics_line(m: dict[str, Any], keys: Sequence[str]) -> str:
 
 
 def cmd_run(argv: Sequence[str]) -> int:
-    from harness.runner import run  # deferred: `--help` stays instant
     from harness.sweep import split_grid
 
     single, grid = split_grid(argv)
     if grid:  # comma lists in --model/--shots/--instr/--dataset: a sweep
         return cmd_sweep(single, grid)
     config = config_from_args(run_parser().parse_args(argv))
+    from harness.runner import run  # deferred until the options parse: `--help` stays instant
+
     result = run(config)
     m = result.metrics
     if config.dry_run:

@@ -11,8 +11,16 @@ from pathlib import Path
 from typing import NoReturn
 
 from harness.prompts import INSTRUCTIONS
-from harness.types import ApiOptions, HarnessError, LocalOptions, RunConfig
-from harness.validate import PARSE_MODES, SCORINGS, SHOT_SAMPLERS, VARIANTS
+from harness.types import (
+    PARSE_MODES,
+    SCORINGS,
+    SHOT_SAMPLERS,
+    VARIANTS,
+    ApiOptions,
+    HarnessError,
+    LocalOptions,
+    RunConfig,
+)
 
 # The sub-commands, in the order `--help` lists them (cli.COMMANDS maps each to its function).
 COMMAND_HELP = {

@@ -115,6 +115,13 @@ class LocalOptions:
     batch_size: int | None = None  # hf: prompts per generate call (None: chosen to fit memory)
 
 
+# The values RunConfig's choice fields take (validate.py checks them; options.py offers them).
+VARIANTS = ("sentences", "qa", "qa-embed")
+PARSE_MODES = ("first-number", "strict")
+SHOT_SAMPLERS = ("seeded", "reference")
+SCORINGS = ("parsed", "expected")
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """Every setting of one run. Flows one way: argparse -> RunConfig -> runner.run()."""

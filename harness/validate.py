@@ -16,12 +16,8 @@ from harness.backends import BACKENDS, OFFLINE_MODELS, backend_for
 from harness.inputs import check_regular
 from harness.pricing import price_for
 from harness.qa import answer_config, check_answer_backend, read_answers
-from harness.types import HarnessError, RunConfig
+from harness.types import PARSE_MODES, SCORINGS, SHOT_SAMPLERS, VARIANTS, HarnessError, RunConfig
 
-VARIANTS = ("sentences", "qa", "qa-embed")
-PARSE_MODES = ("first-number", "strict")
-SHOT_SAMPLERS = ("seeded", "reference")
-SCORINGS = ("parsed", "expected")
 REMOTE = ("openai", "anthropic")
 EMBEDDERS = ("openai", "sentence-transformers", "hf")
 LOCAL_MODEL_BACKENDS = ("vllm", "hf", "sentence-transformers")  # a hub id or a local directory
