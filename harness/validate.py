@@ -64,9 +64,9 @@ def check_numbers(config: RunConfig) -> None:
     _at_least("--batch-size", local.batch_size, 1)
     _finite("--timeout", api.timeout, positive=True)
     _finite("--max-cost", api.max_cost)
-    _finite("--gpu-memory-utilization", local.gpu_memory_utilization, positive=True)
-    if local.gpu_memory_utilization > 1:
-        raise HarnessError(f"--gpu-memory-utilization must be in (0, 1], got {local.gpu_memory_utilization}")
+    share = local.gpu_memory_utilization
+    if not (math.isfinite(share) and 0 < share <= 1):
+        raise HarnessError(f"--gpu-memory-utilization must be a share in (0, 1], got {share}")
 
 
 def check_run_id(run_id: str | None) -> None:
