@@ -164,9 +164,12 @@ def report_parser() -> Parser:
         prog="run_eval.py report",
         description="Tables (md/csv/tex), plots and CIs from run or sweep folders; calls no model.",
     )
-    p.add_argument("paths", nargs="+", type=Path, help="run folders and/or sweep folders")
+    p.add_argument("paths", nargs="+", type=Path, help="run folders, sweep folders, or folders holding them (results/)")
     p.add_argument(
-        "--out", type=Path, help="report folder (default: SWEEP/report for one sweep, else results/report-TIME)"
+        "--out",
+        type=Path,
+        help="report folder (default: SWEEP/report for one sweep, FOLDER/report-TIME for one folder of runs, "
+        "else results/report-TIME)",
     )
     p.add_argument("--published", type=Path, help="published numbers CSV (default: the bundled paper_results.csv)")
     return p
@@ -183,14 +186,21 @@ def cmd_report(argv: Sequence[str]) -> int:
         check_regular(a.published, "--published")
     out = a.out
     if out is None:
-        one_sweep = len(a.paths) == 1 and (a.paths[0] / "sweep.json").is_file()
-        out = (
-            a.paths[0] / "report" if one_sweep else Path("results") / datetime.now(UTC).strftime("report-%Y%m%d-%H%M%S")
-        )
+        stamp = datetime.now(UTC).strftime("report-%Y%m%d-%H%M%S")
+        one = a.paths[0] if len(a.paths) == 1 else None
+        if one is not None and (one / "sweep.json").is_file():
+            out = one / "report"
+        elif one is not None and one.is_dir() and not (one / "config.json").is_file():
+            out = one / stamp  # a folder of run folders (results/): the report goes beside them
+        else:
+            out = Path("results") / stamp
     check_output(out, "report folder", directory=True)
     out_dir = write_report(a.paths, out, load_published(a.published) if a.published else None)
-    print((out_dir / "report.md").read_text(encoding="utf-8").split("## Published")[0].rstrip())
+    md = (out_dir / "report.md").read_text(encoding="utf-8")
+    ends = [i for i in (md.find("\n## C-STS beside"), md.find("\n## Published")) if i >= 0]
+    print(md[: min(ends, default=len(md))].rstrip())
     print(f"report: {out_dir}")
+    print(f"html: {(out_dir / 'index.html').resolve()}")
     return 0
 
 
@@ -204,7 +214,7 @@ def compare_parser() -> Parser:
 
 
 def cmd_compare(argv: Sequence[str]) -> int:
-    from harness.report import compare_runs
+    from harness.compare import compare_runs
 
     a = compare_parser().parse_args(argv)
     if a.resamples < 1:

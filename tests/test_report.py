@@ -10,10 +10,12 @@ import pytest
 from scipy import stats as scipy_stats
 
 from harness.cli import main
-from harness.report import compare_runs, write_report
+from harness.compare import compare_runs
+from harness.report import write_report
 from harness.results import write_run
 from harness.runner import run
 from harness.types import HarnessError, RunConfig, Scored
+from tests.synthetic_runs import make_run
 
 
 def _offline_run(results: Path, model: str, dataset: str = "stsb", **kw: object) -> Path:
@@ -78,10 +80,8 @@ def test_layout_has_instruction_by_model_rows_and_k_by_metric_columns(tmp_path: 
     ]
     out = write_report(dirs, tmp_path / "report")
     wide = pd.read_csv(out / "table_stsb-validation.csv")
-    assert list(wide.columns) == [
-        "instruction", "model",
-        "k0_invalid", "k0_pearson", "k0_spearman", "k2_invalid", "k2_pearson", "k2_spearman",
-    ]  # fmt: skip
+    per_k = ["n", "errors", "invalid", "pearson", "spearman", "published_spearman", "published_note"]
+    assert list(wide.columns) == ["instruction", "model"] + [f"k{k}_{c}" for k in (0, 2) for c in per_k]
     assert list(zip(wide["instruction"], wide["model"], strict=True)) == [
         ("none", "overlap"),
         ("none", "random"),
@@ -89,15 +89,18 @@ def test_layout_has_instruction_by_model_rows_and_k_by_metric_columns(tmp_path: 
         ("long", "random"),
     ]
     assert set(wide["k0_invalid"]) == {0.0, 100.0}
+    assert set(wide["k2_n"]) == {50} and set(wide["k2_errors"]) == {0}
     tex = (out / "table_stsb-validation.tex").read_text()
-    assert "\\multicolumn{3}{c}{2-shot}" in tex and "\\toprule" in tex
-    assert (out / "table_stsb-validation.md").read_text().startswith("| Instruction | Model | k=0 Invalid")
+    assert "\\multicolumn{5}{c}{2-shot}" in tex and "\\toprule" in tex and "n & Err. & Invalid" in tex
+    md = (out / "table_stsb-validation.md").read_text()
+    assert md.startswith("| Instruction | Model | k=0 n | k=0 Errors | k=0 Invalid | k=0 Pearson | k=0 Spearman")
+    assert "k=0 Published Spearman" in md
 
 
-def test_published_numbers_sit_beside_the_matching_setting(tmp_path: Path) -> None:
+def test_published_numbers_sit_beside_a_full_split_run(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    matching = _fake_run(results, "gpt4-long-k4", "gpt-4")
-    other_k = _fake_run(results, "gpt4-long-k3", "gpt-4", shots=3)
+    matching = make_run(results, "gpt4-long-k4", n=2834)
+    other_k = make_run(results, "gpt4-long-k3", shots=3, n=2834)
     out = write_report([matching, other_k], tmp_path / "report")
     published = pd.read_csv(out / "published.csv")
     (row,) = published.itertuples()  # k=3 has no published counterpart
@@ -108,9 +111,35 @@ def test_published_numbers_sit_beside_the_matching_setting(tmp_path: Path) -> No
         42.26,
         42.38,
     )
+    assert pd.isna(row.paper_note)
     runs = pd.read_csv(out / "runs.csv").set_index("run")
     assert row.diff_spearman == pytest.approx(runs.loc["gpt4-long-k4", "spearman"] - 42.38)
-    assert "Deshpande et al. 2023, Table 11" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "Deshpande et al. 2023, Table 11" in report and "| comparable |" in report
+    table = pd.read_csv(out / "table_csts-validation.csv")
+    assert list(table["k4_published_spearman"].dropna()) == [42.38]
+
+
+@pytest.mark.parametrize(
+    ("n", "errors", "note"),
+    [
+        (9, 0, "not comparable (n=9 of 2,834)"),
+        (2834, 3, "not comparable (n=2,831 of 2,834; 3 failed requests)"),
+    ],
+)
+def test_a_partial_or_errored_run_is_not_set_against_the_published_number(
+    n: int, errors: int, note: str, tmp_path: Path
+) -> None:
+    run_dir = make_run(tmp_path / "results", "gpt4", n=n, errors=errors)
+    out = write_report([run_dir], tmp_path / "report")
+    (row,) = pd.read_csv(out / "published.csv").itertuples()
+    assert row.paper_spearman == 42.38 and row.paper_note == note
+    assert pd.isna(row.diff_spearman) and pd.isna(row.diff_pearson)  # no Δ beside a number it cannot be set against
+    table = pd.read_csv(out / "table_csts-validation.csv")
+    assert list(table["k4_published_note"]) == [note]
+    assert list(table["k4_n"]) == [n - errors] and list(table["k4_errors"]) == [errors]
+    assert f"42.38, {note}" in (out / "table_csts-validation.md").read_text()
+    assert f"published Spearman 42.38 is {note}" in (out / "report.md").read_text()
 
 
 @pytest.mark.parametrize(
@@ -123,11 +152,12 @@ def test_tu_et_al_runs_pick_their_published_row(
     """Config as the runner writes it for --variant qa / --template tu-base, --labels reannotated,
     --subset reannotated-test: matched to Tu et al. Table 4 (short instruction, 30% test split)."""
     extra = {"variant": variant, "labels": "reannotated", "subset": "reannotated-test"}
-    run_dir = _fake_run(tmp_path / "results", "gpt4-tu", "gpt-4", instr=template, shots=0, **extra)
+    run_dir = make_run(tmp_path / "results", "gpt4-tu", instr=template, shots=0, n=786, config=extra)
     out = write_report([run_dir], tmp_path / "report")
     (row,) = pd.read_csv(out / "published.csv").itertuples()
     assert row.paper_source == "Tu et al. 2024, Table 4"
     assert (row.paper_spearman, row.paper_pearson) == published
+    assert pd.isna(row.paper_note)  # the 786 items of the 30% part: comparable
 
 
 def test_csts_and_stsb_side_by_side_with_the_gap(tmp_path: Path) -> None:
