@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
 import math
 import re
@@ -23,15 +22,21 @@ from harness.tables import fmt, group_title, layout, words
 
 ASSETS = Path(__file__).parent / "report_assets"
 MAX_TEXT = 20_000  # characters of one reply or prompt kept in the page (a runaway reply would bloat it)
-SAMPLE_FIELDS = ("id", "label", "prediction", "parsed", "reason", "finish_reason", "error", "output", "prompt")
-SAMPLE_FIELDS += ("refusal", "served_model", "input_tokens", "output_tokens")
+SAMPLE_FIELDS: tuple[str, ...] = ("id", "label", "prediction", "parsed", "reason", "finish_reason", "error")
+SAMPLE_FIELDS += ("output", "prompt", "refusal", "served_model", "input_tokens", "output_tokens")
 
 
 def json_for_script(obj: Any) -> str:
     """JSON safe inside <script type="application/json">: no "<" (so no "</script>" or "<!--"), no bare "&",
     no line separators JavaScript would choke on, and no NaN (JSON has none: it becomes null)."""
     text = json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    for raw, safe in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+    for raw, safe in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(raw, safe)
     return text
 
@@ -134,7 +139,7 @@ def sample_rows(run: Run, prompts: dict[str, int]) -> list[list[Any]]:
     """The run's samples as rows of SAMPLE_FIELDS; prompts are stored once for all runs and referred to."""
     out = []
     for s, e in zip(run.samples, run.extras, strict=True):
-        usage = e.get("usage") if isinstance(e.get("usage"), dict) else {}
+        usage: dict[str, Any] = e["usage"] if isinstance(e.get("usage"), dict) else {}
         out.append(
             [
                 s.id,

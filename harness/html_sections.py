@@ -52,11 +52,14 @@ def published_html(table: pd.DataFrame) -> str:
 def warnings_html(table: pd.DataFrame) -> str:
     items = [esc(n) for n in table.attrs.get("notes", [])]
     for r in table[table["dry_run"].astype(bool)].itertuples():
-        items.append(f"{esc(r.ref)} <code>{esc(r.run)}</code> ({esc(r.model)}, {esc(r.instr)}, k={esc(r.shots)}): "
-                     "<strong>dry run, no answers</strong>")
+        items.append(
+            f"{esc(r.ref)} <code>{esc(r.run)}</code> ({esc(r.model)}, {esc(r.instr)}, k={esc(r.shots)}): "
+            "<strong>dry run, no answers</strong>"
+        )
     for r in table[table["mismatch"].astype(bool)].itertuples():
-        items.append(f"{esc(r.ref)}: metrics.json differs from samples.jsonl ({esc(r.mismatch)}); "
-                     "the tables use samples.jsonl")
+        items.append(
+            f"{esc(r.ref)}: metrics.json differs from samples.jsonl ({esc(r.mismatch)}); the tables use samples.jsonl"
+        )
     return '<ul class="warnings">' + "".join(f"<li>{i}</li>" for i in items) + "</ul>" if items else ""
 
 
@@ -86,7 +89,8 @@ reply had none), parsed value, reason code, finish reason, the raw reply and the
 disagree most first.</p>
 <div class="controls">
 <label>A <select id="sx-a"></select></label> <label>B <select id="sx-b"></select></label>
-<label>show <select id="sx-filter"><option value="">all items</option><option value="validity">one valid, one not</option>
+<label>show <select id="sx-filter"><option value="">all items</option>
+<option value="validity">one valid, one not</option>
 <option value="differ">different predictions</option></select></label>
 <label>search <input id="sx-search" type="search" placeholder="either reply, id"></label>
 </div>
@@ -103,15 +107,22 @@ disagree most first.</p>
 def body_html(table: pd.DataFrame, title: str, tables: str, runs: str, plots: str) -> str:
     live = live_runs(table)
     summary = (
-        f"{_count(len(table), 'run folder')}" + (f" ({_count(len(table) - len(live), 'dry run')})" if len(live) < len(table) else "")
+        f"{_count(len(table), 'run folder')}"
+        + (f" ({_count(len(table) - len(live), 'dry run')})" if len(live) < len(table) else "")
         + ". Numbers ×100, "
         "recomputed from each run's samples.jsonl; no model was called. A published number sits beside ours only "
         "for a run over the whole published split with no failed request, under the paper's protocol."
     )
     nav = " · ".join(
         f'<a href="#{a}">{t}</a>'
-        for a, t in (("tables", "Tables"), ("published", "Published"), ("plots", "Plots"), ("samples", "Samples"),
-                     ("pair", "Side by side"), ("runs", "Runs"))
+        for a, t in (
+            ("tables", "Tables"),
+            ("published", "Published"),
+            ("plots", "Plots"),
+            ("samples", "Samples"),
+            ("pair", "Side by side"),
+            ("runs", "Runs"),
+        )
     )
     return (
         f"<header><h1>{esc(title)}</h1><p>{esc(summary)}</p><nav>{nav}</nav></header>"

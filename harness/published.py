@@ -49,8 +49,11 @@ SPLIT_SIZES = {
     ("csts", "test", "original"): 4732,  # Table 4 (labels hidden from us: no correlation of ours to set beside it)
     ("csts", "validation", "reannotated"): 2620,
     ("stsb", "validation", "original"): 1500,
-    **{("csts", split, labels): n for split, n in (("reannotated-test-30pct", 786), ("reannotated-train-70pct", 1834))
-       for labels in ("original", "reannotated")},
+    **{
+        ("csts", split, labels): n
+        for split, n in (("reannotated-test-30pct", 786), ("reannotated-train-70pct", 1834))
+        for labels in ("original", "reannotated")
+    },
 }
 # The protocol behind every published number (Deshpande et al. 2023, App. A.3; Tu et al. 2024 follow it): the
 # reply's text parsed by the first-number rule, 20 tokens, no stop sequence; API models (GPT) got one chat

@@ -70,7 +70,11 @@ def render_report(table: pd.DataFrame, out: Path, plots: list[Path]) -> list[Pat
         stem = f"table_{group_name(key)}"  # type: ignore[arg-type]
         title = group_title(key)  # type: ignore[arg-type]
         caption = f"{title}: n, failed requests, invalid outputs (%), Pearson and Spearman (x100)."
-        for suffix, text in (("md", layout_markdown(wide)), ("csv", layout_csv(wide)), ("tex", layout_latex(wide, caption))):
+        for suffix, text in (
+            ("md", layout_markdown(wide)),
+            ("csv", layout_csv(wide)),
+            ("tex", layout_latex(wide, caption)),
+        ):
             (out / f"{stem}.{suffix}").write_text(text, encoding="utf-8")
             files.append(out / f"{stem}.{suffix}")
         notes = table_notes(group)
@@ -82,7 +86,10 @@ def render_report(table: pd.DataFrame, out: Path, plots: list[Path]) -> list[Pat
     md += _uncertainty_section(live)
     if plots:
         md += ["## Plots\n", *(f"![{p.stem.replace('_', ' ')}]({p.name})\n" for p in plots)]
-    md += ["## Runs\n", md_table(["ref", "row", "run folder"], [[r.ref, r.row, f"`{r.run_dir}`"] for r in table.itertuples()])]
+    md += [
+        "## Runs\n",
+        md_table(["ref", "row", "run folder"], [[r.ref, r.row, f"`{r.run_dir}`"] for r in table.itertuples()]),
+    ]
     md += [_bullets(table.attrs.get("notes", []))] if table.attrs.get("notes") else []
     bad = table[table["mismatch"].astype(bool)]
     if len(bad):

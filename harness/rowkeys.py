@@ -73,8 +73,10 @@ def label_rows(table: pd.DataFrame, runs: Sequence[Run]) -> tuple[list[str], lis
         refs = [str(table.at[i, "ref"]) for i in idx]
         for i in idx:
             labels[i] += f" · {table.at[i, 'ref']}"
-        notes.append(f"{', '.join(refs)} are the same setting ({labels[idx[0]].rsplit(' · ', 1)[0]}, "
-                     f"k={table.at[idx[0], 'shots']}): each is shown in a row of its own")
+        notes.append(
+            f"{', '.join(refs)} are the same setting ({labels[idx[0]].rsplit(' · ', 1)[0]}, "
+            f"k={table.at[idx[0], 'shots']}): each is shown in a row of its own"
+        )
     return labels, notes
 
 

@@ -30,8 +30,8 @@ OLD_DEFAULTS: dict[str, Any] = {
     "stop": None,
     "shot_sampler": "seeded",  # per-query seeded draw (the harness's own)
 }
-IDENTITY = ("backend", "chat", "template", "scoring", "parse", "max_tokens", "stop", "shot_sampler", "seed", "limit")
-IDENTITY += ("subset_seed", "answer_model")
+IDENTITY: tuple[str, ...] = ("backend", "chat", "template", "scoring", "parse", "max_tokens", "stop", "shot_sampler")
+IDENTITY += ("seed", "limit", "subset_seed", "answer_model")
 CHAT_BACKENDS = ("openai", "anthropic")  # before --chat/--no-chat, API backends always sent one chat message
 
 
@@ -138,9 +138,7 @@ def load_run(run_dir: Path) -> Run:
         metrics_path = run_dir / "metrics.json"
         stored = json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.exists() else {}
         label_range = (float(config["label_range"][0]), float(config["label_range"][1]))
-        extras = tuple(
-            {k: r.get(k) for k in EXTRA_FIELDS} | {"reason": reason_of(r, label_range)} for r in records
-        )
+        extras = tuple({k: r.get(k) for k in EXTRA_FIELDS} | {"reason": reason_of(r, label_range)} for r in records)
     except (OSError, ValueError, TypeError, KeyError) as e:
         raise HarnessError(f"{run_dir} is not a readable run folder: {e}") from None
     return Run(run_dir, config, samples, stored, extras)
@@ -173,7 +171,10 @@ def _runs_in(folder: Path) -> list[Path]:
     return sorted(
         d
         for d in folder.iterdir()
-        if d.is_dir() and not d.name.startswith(".") and (d / "config.json").is_file() and (d / "samples.jsonl").is_file()
+        if d.is_dir()
+        and not d.name.startswith(".")
+        and (d / "config.json").is_file()
+        and (d / "samples.jsonl").is_file()
     )
 
 

@@ -27,7 +27,9 @@ def test_the_title_names_the_datasets(datasets: list[str], title: str, tmp_path:
 
 
 def test_a_dry_run_folder_is_reported_as_such_not_as_a_mismatch(tmp_path: Path) -> None:
-    config = RunConfig(model="gpt-4o", dataset="stsb", limit=5, dry_run=True, results_dir=tmp_path / "r", progress=False)
+    config = RunConfig(
+        model="gpt-4o", dataset="stsb", limit=5, dry_run=True, results_dir=tmp_path / "r", progress=False
+    )
     dry = run(config).run_dir
     real = make_run(tmp_path / "r", "real", dataset="stsb")
     out = write_report([dry, real], tmp_path / "report")

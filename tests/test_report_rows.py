@@ -49,7 +49,9 @@ def test_two_runs_that_differ_in_one_setting_keep_a_cell_each(
     out = write_report([a, b], tmp_path / "report")
     runs = pd.read_csv(out / "runs.csv")
     assert len(runs) == 2 and runs["spearman"].nunique() == 2
-    assert sorted(_cells(out)) == pytest.approx(sorted(runs["spearman"]), abs=1e-3)  # both shown, neither merged nor lost
+    assert sorted(_cells(out)) == pytest.approx(
+        sorted(runs["spearman"]), abs=1e-3
+    )  # both shown, neither merged nor lost
     if tag is not None:
         (table,) = out.glob("table_*.md")
         assert tag in table.read_text()

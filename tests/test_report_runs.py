@@ -11,7 +11,11 @@ from harness.runs import OLD_DEFAULTS, correlation_note, expand, reason_of, sett
 from harness.types import HarnessError
 from tests.synthetic_runs import make_run
 
-OLD_OPENAI = {"backend": "openai", "backend_params": {"sent": {"max_tokens": 20}}, "settings": {"local": {"chat": False}}}
+OLD_OPENAI = {
+    "backend": "openai",
+    "backend_params": {"sent": {"max_tokens": 20}},
+    "settings": {"local": {"chat": False}},
+}
 OLD_HF = {"backend": "hf", "backend_params": {"chat_template": False}, "settings": {"local": {"chat": False}}}
 
 

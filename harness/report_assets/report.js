@@ -1,4 +1,4 @@
-// Sample browser and side-by-side view of index.html. Data come from the <script type="application/json">
+// Sample browser and side-by-side view of index.html. Data come from the JSON script elements
 // blocks of the page; every piece of it reaches the page through textContent, never as HTML.
 (function () {
   "use strict";
