@@ -77,9 +77,10 @@ def summarize(run: Run, n_bootstrap: int = N_BOOTSTRAP, fallback_seeds: int = FA
     scored = [s for s in run.samples if s.error is None and s.prediction is not None and s.label is not None]
     pred = [float(s.prediction) for s in scored]  # type: ignore[arg-type]
     gold = [float(s.label) for s in scored]  # type: ignore[arg-type]
+    hidden = m["n"] > 0 and all(s.label is None for s in run.samples)  # the C-STS test split hides its labels
     for name in ("spearman", "pearson"):
-        stored = run.stored_metrics.get(f"{name}_note")
-        row[f"{name}_note"] = stored or (correlation_note(name, row[name], pred, gold) if scored else None)
+        derived = correlation_note(name, row[name], pred, gold) if scored else "labels hidden" if hidden else None
+        row[f"{name}_note"] = run.stored_metrics.get(f"{name}_note") or derived
     if scored:
         ci = bootstrap_ci(pred, gold, groups_of(run, scored), n_bootstrap, seed=0)
         for name in ("spearman", "pearson"):

@@ -128,6 +128,8 @@ def _side_by_side_section(table: pd.DataFrame, out: Path, files: list[Path]) -> 
             r.instr,
             str(r.shots),
             f"{r.n_csts} / {r.n_stsb}",
+            f"{r.errors_csts} / {r.errors_stsb}",
+            f"{fmt(r.invalid_pct_csts)} / {fmt(r.invalid_pct_stsb)}",
             fmt(r.spearman_csts),
             fmt(r.spearman_stsb),
             fmt(r.spearman_gap),
@@ -137,7 +139,8 @@ def _side_by_side_section(table: pd.DataFrame, out: Path, files: list[Path]) -> 
         ]
         for r in sbs.itertuples()
     ]
-    header = ["refs", "Model", "Instruction", "k", "n", "C-STS Spearman", "STS-B Spearman", "gap"]
+    header = ["refs", "Model", "Instruction", "k", "n (C-STS / STS-B)", "errors", "invalid %"]
+    header += ["C-STS Spearman", "STS-B Spearman", "gap"]
     return [
         "## C-STS beside STS-B (gap = STS-B − C-STS)\n",
         md_table([*header, "C-STS Pearson", "STS-B Pearson", "gap"], rows),
@@ -213,14 +216,16 @@ def _uncertainty_section(table: pd.DataFrame) -> list[str]:
                 r.instr,
                 str(r.shots),
                 str(r.n),
+                str(r.errors),
+                fmt(r.invalid_pct),
                 _ci(r, "spearman"),
                 _ci(r, "pearson"),
                 _mean_sd(r, "spearman"),
-                f"{fmt(r.spearman_valid)} (n={r.n_valid})",
+                f"{fmt(r.spearman_valid)} (n={'–' if pd.isna(r.n_valid) else int(r.n_valid)})",
                 common,
             ]
         )
-    header = ["ref", "data", "model", "instr", "k", "n", "Spearman [95% CI]", "Pearson [95% CI]"]
+    header = ["ref", "data", "model", "instr", "k", "n", "errors", "invalid %", "Spearman [95% CI]", "Pearson [95% CI]"]
     header += ["Spearman over fallback seeds (mean ± sd)", "Spearman, valid only", "Spearman, items all parsed"]
     note = (
         "95% percentile bootstrap, 1,000 resamples; C-STS resamples sentence pairs (both conditions together), "

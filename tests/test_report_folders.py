@@ -98,3 +98,15 @@ def test_a_note_from_metrics_json_is_shown(tmp_path: Path) -> None:
     (run_dir / "metrics.json").write_text(json.dumps(metrics | {"spearman_note": "n=12 (from the runner)"}))
     out = write_report([run_dir], tmp_path / "report")
     assert "Spearman n=12 (from the runner)" in (out / "report.md").read_text()
+
+
+def test_a_test_split_run_says_its_labels_are_hidden(tmp_path: Path) -> None:
+    import json
+
+    run_dir = make_run(tmp_path / "results", "test", split="test", n=10)
+    lines = [json.loads(line) | {"label": None} for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    (run_dir / "samples.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = write_report([run_dir], tmp_path / "report")
+    report = (out / "report.md").read_text()
+    assert "R1 (gpt-4, long, k=4): Spearman labels hidden" in report
+    assert "published Spearman 43.10 is not comparable (n=10 of 4,732)" in report  # Table 4, C-STS test
