@@ -170,7 +170,7 @@ def items_key(run: Run) -> str:
 def run_meta(r: Any, run: Run) -> dict[str, Any]:
     keys = ["ref", "row", "model", "dataset", "split", "instr", "shots", "n", "errors", "invalid_pct", "spearman"]
     keys += ["pearson", "spearman_lo", "spearman_hi", "run", "dry_run"]
-    meta = {k: getattr(r, k) for k in keys}
+    meta = {k: getattr(r, k, None) for k in keys}  # no CI columns when no run has labelled answers
     return meta | {"group": group_title(tuple(getattr(r, k) for k in GROUP_KEYS)), "items": items_key(run)}
 
 
