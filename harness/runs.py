@@ -87,15 +87,16 @@ class Run:
 
 
 def setting(config: dict[str, Any], name: str) -> Any:
-    """One identity setting from config.json: top level, then `settings`, then the old default."""
+    """One identity setting from config.json: top level, then `settings`, then what the harness did before
+    the setting existed (chat: API backends sent a chat message, vllm/hf say whether they applied a template)."""
     settings = config.get("settings") or {}
     params = config.get("backend_params") or {}
     if name == "template":
         return Path(str(config.get("template") or "none")).stem
-    if name in config:
-        return config[name]
-    if name in settings:
-        return settings[name]
+    for source in (config, settings):  # None in `settings` means "the default": derived below, as for old runs
+        if source.get(name) is not None:
+            value = source[name]
+            return None if name == "stop" and not value else value  # no stop sequence: [] or None alike
     if name == "chat":
         if "chat_template" in params:  # vllm/hf record whether the chat template was applied
             return bool(params["chat_template"])

@@ -28,6 +28,10 @@ OLD_HF = {"backend": "hf", "backend_params": {"chat_template": False}, "settings
         ({"backend": "vllm", "settings": {"local": {"chat": True}}}, "chat", True),
         (OLD_OPENAI | {"chat": False}, "chat", False),  # a newer config.json says so itself
         (OLD_OPENAI | {"settings": {"chat": False}}, "chat", False),
+        (OLD_OPENAI | {"settings": {"chat": None}}, "chat", True),  # None: the backend's default
+        ({"settings": {"stop": []}}, "stop", None),
+        ({"stop": ["\n"]}, "stop", ["\n"]),
+        ({"limit": None, "settings": {"limit": None}}, "limit", None),
         (OLD_OPENAI, "max_tokens", 20),
         ({"backend_params": {"sent": {"max_completion_tokens": 2048}}}, "max_tokens", 2048),
         (OLD_OPENAI | {"max_tokens": 5}, "max_tokens", 5),
