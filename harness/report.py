@@ -19,7 +19,7 @@ from harness.metrics import compute_metrics, pearson, spearman
 from harness.parsing import fallback_score
 from harness.published import Published, load_published, match, not_comparable
 from harness.rowkeys import label_rows, text
-from harness.runs import REASONS, Run, correlation_note, expand, load_run
+from harness.runs import REASONS, Run, expand, load_run
 from harness.stats import bootstrap_ci, fallback_spread
 from harness.tables import LAYOUT_METRICS
 from harness.types import HarnessError, Scored
@@ -48,7 +48,8 @@ def _fallback_draws(run: Run, invalid: Sequence[Scored], seeds: int) -> np.ndarr
 def summarize(run: Run, n_bootstrap: int = N_BOOTSTRAP, fallback_seeds: int = FALLBACK_SEEDS) -> dict[str, Any]:
     """One report row: the run's metrics recomputed from samples.jsonl, CIs, notes and the fallback spread."""
     c = run.config
-    m = compute_metrics(run.samples, run.label_range)
+    strict = run.identity()["parse"] == "strict"
+    m = compute_metrics(run.samples, run.label_range, strict=strict)
     row: dict[str, Any] = {
         "dataset": c["dataset"],
         "split": run.split,
@@ -79,8 +80,11 @@ def summarize(run: Run, n_bootstrap: int = N_BOOTSTRAP, fallback_seeds: int = FA
     gold = [float(s.label) for s in scored]  # type: ignore[arg-type]
     hidden = m["n"] > 0 and all(s.label is None for s in run.samples)  # the C-STS test split hides its labels
     for name in ("spearman", "pearson"):
-        derived = correlation_note(name, row[name], pred, gold) if scored else "labels hidden" if hidden else None
+        derived = m.get(f"{name}_note") or ("labels hidden" if hidden else None)
         row[f"{name}_note"] = run.stored_metrics.get(f"{name}_note") or derived
+    if strict:  # --parse strict: a second, separately named metric set, never in place of the paper's
+        for key in ("invalid_strict_pct", "spearman_strict", "pearson_strict", "spearman_strict_note"):
+            row[key] = m.get(key)
     if scored:
         ci = bootstrap_ci(pred, gold, groups_of(run, scored), n_bootstrap, seed=0)
         for name in ("spearman", "pearson"):

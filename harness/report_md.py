@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from harness.rowkeys import GROUP_KEYS
+from harness.runs import REASONS
 from harness.tables import (
     DATASET_NAMES,
     LAYOUT_METRICS,
@@ -24,7 +25,7 @@ from harness.tables import (
     words,
 )
 
-REASON_COLUMNS = ("number", "no-number", "echo", "out-of-range", "refusal", "cut-off", "error")
+REASON_COLUMNS = REASONS
 
 
 def report_title(table: pd.DataFrame) -> str:

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.parsing import in_range
+from harness.parsing import REASONS, in_range
 from harness.published import SUBSET_SPLITS, TEMPLATE_INSTR
 from harness.results import read_samples
 from harness.types import HarnessError, Scored
 
+__all__ = ["IDENTITY", "OLD_DEFAULTS", "REASONS", "Run", "expand", "load_run", "reason_of", "setting"]
 _SCORED_FIELDS = {f.name for f in dataclasses.fields(Scored)}
 # Per-sample fields newer runners write beside Scored's (finish_reason, usage, served_model, refusal, reason).
 EXTRA_FIELDS = ("reason", "finish_reason", "usage", "served_model", "refusal")
-REASONS = ("number", "no-number", "echo", "out-of-range", "refusal", "cut-off", "error")
 
 # Every setting that changes the prompt or the answers, beyond the table's own coordinates (dataset, split,
 # variant, labels, model, instruction, k). Reports key table rows on them, so no cell ever holds two runs.
@@ -177,17 +176,3 @@ def _runs_in(folder: Path) -> list[Path]:
         and (d / "config.json").is_file()
         and (d / "samples.jsonl").is_file()
     )
-
-
-def correlation_note(name: str, value: float | None, preds: Sequence[float], golds: Sequence[float]) -> str | None:
-    """Why a correlation is missing or rests on few items (< 30), in words; None when it needs no note."""
-    n = len(preds)
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        if n < 2:
-            return f"n={n}: no {name} without two items"
-        if len(set(preds)) == 1:
-            return f"constant predictions: all {n} are {preds[0]:g}"
-        if len(set(golds)) == 1:
-            return f"constant labels: all {n} are {golds[0]:g}"
-        return f"{name} undefined"
-    return f"n={n}" if n < 30 else None

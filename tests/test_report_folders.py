@@ -8,8 +8,10 @@ import pandas as pd
 import pytest
 
 from harness.cli import main
+from harness.metrics import compute_metrics
 from harness.report import write_report
 from harness.runner import run
+from harness.runs import load_run
 from harness.types import RunConfig
 from tests.synthetic_runs import make_run
 
@@ -85,7 +87,7 @@ def test_a_correlation_on_few_items_or_none_carries_its_reason(tmp_path: Path) -
     out = write_report([few, constant], tmp_path / "report")
     report = (out / "report.md").read_text()
     assert "Spearman n=9" in report
-    assert "Spearman constant predictions: all 40 are 3" in report
+    assert "Spearman constant predictions: all 40 parsed as 3.0" in report
     runs = pd.read_csv(out / "runs.csv").set_index("run")
     assert runs.loc["few", "pearson_note"] == "n=9" and pd.isna(runs.loc["constant", "spearman"])
 
@@ -106,7 +108,9 @@ def test_a_test_split_run_says_its_labels_are_hidden(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path / "results", "test", split="test", n=10)
     lines = [json.loads(line) | {"label": None} for line in (run_dir / "samples.jsonl").read_text().splitlines()]
     (run_dir / "samples.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    metrics = compute_metrics(load_run(run_dir).samples, (1.0, 5.0))  # as the runner writes it: no correlation
+    (run_dir / "metrics.json").write_text(json.dumps(metrics))
     out = write_report([run_dir], tmp_path / "report")
     report = (out / "report.md").read_text()
-    assert "R1 (gpt-4, long, k=4): Spearman labels hidden" in report
+    assert "R1 (gpt-4, long, k=4): Spearman labels hidden" in report and "differs" not in report
     assert "published Spearman 43.10 is not comparable (n=10 of 4,732)" in report  # Table 4, C-STS test

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from harness.runs import OLD_DEFAULTS, correlation_note, expand, reason_of, setting
+from harness.runs import OLD_DEFAULTS, expand, reason_of, setting
 from harness.types import HarnessError
 from tests.synthetic_runs import make_run
 
@@ -70,17 +70,3 @@ def test_a_folder_of_runs_and_sweeps_expands_to_each_run_once(tmp_path: Path) ->
     assert expand([results, a]) == [a, b]
     with pytest.raises(HarnessError, match="neither a run folder"):
         expand([tmp_path / "empty"])
-
-
-@pytest.mark.parametrize(
-    ("value", "preds", "golds", "note"),
-    [
-        (None, [1.0], [2.0], "n=1: no spearman without two items"),
-        (None, [3.0] * 5, [1.0, 2.0, 3.0, 4.0, 5.0], "constant predictions: all 5 are 3"),
-        (None, [1.0, 2.0], [4.0, 4.0], "constant labels: all 2 are 4"),
-        (50.0, [1.0, 2.0, 3.0], [1.0, 3.0, 2.0], "n=3"),
-        (50.0, [float(i % 5) for i in range(30)], [float(i % 3) for i in range(30)], None),
-    ],
-)
-def test_correlation_notes(value: float | None, preds: list[float], golds: list[float], note: str | None) -> None:
-    assert correlation_note("spearman", value, preds, golds) == note
