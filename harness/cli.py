@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harness.prompts import INSTRUCTIONS
 from harness.types import ApiOptions, HarnessError, LocalOptions, RunConfig
 
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 3  # results written, but some requests failed for good
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143  # 128 + the signal's number, as shells report it
 
 
 def add_data_args(p: argparse.ArgumentParser) -> None:
@@ -100,6 +103,20 @@ def add_api_args(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument("--reasoning-effort", help="reasoning_effort for reasoning models (e.g. low); default: not sent")
     g.add_argument(
+        "--stop",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="stop sequence sent with every request (repeatable; default none, as in the paper)",
+    )
+    g.add_argument(
+        "--max-tokens",
+        type=int,
+        default=20,
+        metavar="N",
+        help="output tokens per answer (default 20, the paper's; the reference code's own GPT call used 5)",
+    )
+    g.add_argument(
         "--anthropic-greedy",
         action="store_true",
         help="temperature 0 via API version 2023-06-01 (models that still allow it); default: model's sampling",
@@ -129,6 +146,7 @@ def api_options(a: argparse.Namespace) -> ApiOptions:
         reasoning_tokens=a.reasoning_tokens,
         reasoning_effort=a.reasoning_effort,
         anthropic_greedy=a.anthropic_greedy,
+        stop=tuple(a.stop),
     )
 
 
@@ -139,7 +157,13 @@ DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
 def add_local_args(g: argparse._ArgumentGroup) -> None:
-    g.add_argument("--chat", action="store_true", help="apply the model's chat template (off: raw text, as the paper)")
+    g.add_argument(
+        "--chat",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="send each prompt as one chat message (the model's chat template) or, --no-chat, as raw text. Default: "
+        "raw for vllm, hf and --base-url servers (as the paper sent open models); hosted OpenAI/Anthropic: chat only",
+    )
     g.add_argument("--dtype", default="auto", choices=DTYPES, help="weights and activations (auto: the checkpoint's)")
     g.add_argument("--tensor-parallel", type=int, default=1, metavar="N", help="vllm: split the model over N GPUs")
     g.add_argument(
@@ -181,6 +205,8 @@ def extract_parser() -> argparse.ArgumentParser:
 def config_from_args(a: argparse.Namespace) -> RunConfig:
     if a.limit is not None and a.limit < 1:
         raise HarnessError(f"--limit must be at least 1, got {a.limit}")
+    if a.max_tokens < 1:
+        raise HarnessError(f"--max-tokens must be at least 1, got {a.max_tokens}")
     return RunConfig(
         model=a.model,
         backend=a.backend,
@@ -191,6 +217,7 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         template=a.template,
         seed=a.seed,
         limit=a.limit,
+        max_tokens=a.max_tokens,
         labels=a.labels,
         subset=a.subset,
         subset_seed=a.subset_seed,
@@ -258,12 +285,22 @@ def _report_api(m: dict) -> None:
         print(f"cache: {cache['hits']} hits, {cache['misses']} misses")
     if usage.get("cost_usd") is not None:
         print(f"tokens: {usage['input_tokens']} in, {usage['output_tokens']} out; cost ${usage['cost_usd']:.4f}")
-    if m.get("errors"):
-        answers = m.get("answers", {}).get("dispatch", {})
-        first = (dispatch.get("first_errors") or answers.get("first_errors") or ["see samples.jsonl"])[0]
+    if not m.get("errors"):
+        return
+    steps = [dispatch, m.get("answers", {}).get("dispatch", {})]
+    fixed = sum(d.get("deterministic_errors", 0) for d in steps)
+    if fixed:
+        first = next(e for d in steps for e in d.get("first_deterministic_errors") or [])
         print(
-            f"warning: {m['errors']} queries have no prediction ({first}); failed requests are not cached: "
-            "rerun the same command to retry only those",
+            f"warning: {fixed} requests failed in a way a rerun repeats ({first}); shorten the prompts (fewer "
+            "--shots, a shorter --instr) or use a model with a longer context",
+            file=sys.stderr,
+        )
+    if m["errors"] > fixed:
+        first = next((e for d in steps for e in d.get("first_errors") or []), "see samples.jsonl")
+        print(
+            f"warning: {m['errors'] - fixed} queries have no prediction ({first}); "
+            "failed requests are not cached: rerun the same command to retry only those",
             file=sys.stderr,
         )
 
@@ -329,6 +366,15 @@ def cmd_sweep(argv: Sequence[str], grid: dict[str, list[str]]) -> int:
 
     result = run_sweep(config_from_args(run_parser().parse_args(argv)), grid)
     print(f"sweep: {len(result.cells)} cells ({sum(c.reused for c in result.cells)} reused) -> {result.sweep_dir}")
+    for c in result.failed:
+        print(f"warning: cell {c.label}: {c.errors} queries have no prediction -> {c.run_dir}", file=sys.stderr)
+    if result.failed:
+        print(
+            f"warning: {len(result.failed)} of {len(result.cells)} cells have failed requests; rerun the same "
+            "command to retry them (finished cells are reused)",
+            file=sys.stderr,
+        )
+        return EXIT_INCOMPLETE
     return 0
 
 
@@ -419,6 +465,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch to a sub-command (first word) or the default evaluation run."""
     args = list(sys.argv[1:] if argv is None else argv)
     command = COMMANDS.get(args[0]) if args else None
+    previous = _on_sigterm()
     try:
         if command is not None:
             return command(args[1:])
@@ -426,6 +473,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("error: interrupted; finished responses are kept, rerun to continue", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        # No results folder was written. Answers from API and local models that reached the response
+        # cache before the signal are reused by a rerun; offline baselines and --no-cache keep nothing.
+        signal_name = "SIGTERM" if isinstance(e, Terminated) else "SIGINT"
+        print(
+            f"error: interrupted ({signal_name}); no results were written; answers already in the response "
+            "cache are reused when the same command runs again",
+            file=sys.stderr,
+        )
+        return EXIT_SIGTERM if isinstance(e, Terminated) else EXIT_SIGINT
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as a KeyboardInterrupt so that it stops asyncio's loop as Ctrl-C does and cleanup runs
+    (caches close, claims are released)."""
+
+
+def _on_sigterm() -> signal.Handlers | Any | None:
+    """Turn SIGTERM into Terminated while main() runs (only possible in the main thread)."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        return None

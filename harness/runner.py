@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.backends import make_backend, make_embedding_backend
 from harness.backends.base import Backend
-from harness.calls import call, output_budget, price_of, usage
+from harness.calls import call, output_budget, price_of, prompt_tokens, usage
 from harness.data import LABEL_RANGES, load_dataset, pair_ids
 from harness.dispatch import DispatchStats
 from harness.fewshot import ShotPicker
@@ -35,8 +36,7 @@ from harness.qa import (
     question_for,
     score_requests,
 )
-from harness.results import make_run_id, write_run
-from harness.tokens import count_tokens
+from harness.results import Claim, claim, make_run_id, write_run
 from harness.types import Completion, Dataset, Example, HarnessError, Request, RunConfig, Scored
 
 VARIANTS = ("sentences", "qa", "qa-embed")
@@ -74,7 +74,9 @@ def prepare(config: RunConfig) -> Prepared:
     picker = ShotPicker(dataset.name, dataset.pool, config.seed)
     shots = tuple(picker.pick(q, config.shots) for q in queries)
     if config.variant == "sentences":
-        requests = tuple(Request(q.id, renderer.render(q, s)) for q, s in zip(queries, shots, strict=True))
+        requests = tuple(
+            Request(q.id, renderer.render(q, s), max_tokens=config.max_tokens) for q, s in zip(queries, shots, strict=True)
+        )
         return Prepared(dataset, queries, shots, requests, renderer)
     keys = tuple(answer_keys([q, *s] for q, s in zip(queries, shots, strict=True)))
     answer_reqs = tuple(answer_requests(keys, PromptRenderer(ANSWER_TEMPLATE)))
@@ -111,8 +113,16 @@ def score(prep: Prepared, completions: dict[str, Completion] | None, seed: int) 
         else:
             prediction = parsed if valid else fallback_score(seed, q.id, prep.dataset.label_range)
         pair = pairs.get(q.id)
+        answered = c is not None and error is None
         out.append(
-            Scored(q.id, req.prompt, tuple(s.id for s in shots), text, parsed, valid, prediction, q.label, error, pair)
+            Scored(
+                q.id, req.prompt, tuple(s.id for s in shots), text, parsed, valid, prediction, q.label, error, pair,
+                finish_reason=c.finish_reason if c is not None else None,
+                usage=dataclasses.asdict(c.usage) if answered and c is not None else None,
+                served_model=c.served_model if c is not None else None,
+                refusal=c.refusal if c is not None else None,
+                truncated=c.truncated if c is not None else False,
+            )  # fmt: skip
         )
     return out
 
@@ -137,6 +147,8 @@ def config_record(config: RunConfig, prep: Prepared, backend: Backend | None) ->
         "template": prep.renderer.name,
         "template_hashes": prep.renderer.hashes(),
         "data_hashes": prep.dataset.file_hashes,
+        # Only when overridden, so runs at the paper's 20 tokens keep the config_hash they had.
+        **({"max_tokens": config.max_tokens} if config.max_tokens != 20 else {}),
     }
     # Two runs with the same config_hash would send the same requests and score them the same way.
     config_hash = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -174,17 +186,25 @@ def plan(config: RunConfig) -> Planned:
 def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
     """Evaluate one setting and write its run folder."""
     planned = planned or plan(config)
+    prompt_name = "qa-embed" if config.variant == "qa-embed" else Path(planned.prep.renderer.name).stem
+    name = config.run_id or make_run_id(config.dataset, _split_label(config), config.model, config.shots, prompt_name)
+    # Claimed before the first request: a results folder that cannot be written, or a --run-id in use,
+    # fails here, with nothing sent; two runs started together get different folders.
+    claimed = claim(config.results_dir, name, explicit=config.run_id is not None)
+    try:
+        return _run_claimed(config, planned, claimed)
+    except BaseException:
+        claimed.abandon()
+        raise
+
+
+def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResult:
     backend, prep, record, price = planned.backend, planned.prep, planned.record, planned.price
-    prompt_name = "qa-embed" if config.variant == "qa-embed" else Path(prep.renderer.name).stem
-    if config.run_id is not None and (config.results_dir / config.run_id).exists():
-        raise HarnessError(f"{config.results_dir / config.run_id} already exists: choose another --run-id")
-    run_id = config.run_id or _unused(
-        config.results_dir, make_run_id(config.dataset, _split_label(config), config.model, config.shots, prompt_name)
-    )
+    run_id = claimed.name
     if backend is None:
         estimate = _dry_run_estimate(config, prep, price)
         samples = score(_placeholder_prompts(prep) if config.variant == "qa" else prep, None, config.seed)
-        run_dir = write_run(config.results_dir, run_id, record, samples, estimate)
+        run_dir = write_run(config.results_dir, run_id, record, samples, estimate, claimed=claimed)
         return RunResult(run_dir, estimate)
 
     extra: dict[str, str] = {}
@@ -194,6 +214,9 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
         answers, extra["answers.jsonl"], answer_metrics = generate_answers(
             config, prep.answer_keys, prep.answer_requests
         )
+        spent = (answer_metrics.get("dispatch") or {}).get("spent_usd") or 0.0
+        if config.api.max_cost is not None:  # one --max-cost for the whole run: the answers took their share
+            config = dataclasses.replace(config, api=dataclasses.replace(config.api, max_cost=config.api.max_cost - spent))
     if config.variant == "qa":
         requests, failed = score_requests(prep.queries, prep.shots, answers, prep.renderer)
         prep = dataclasses.replace(prep, requests=requests)
@@ -217,17 +240,8 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
             if predictions
             else "not written: " + _why_no_submission(samples, len(prep.dataset.examples))
         )
-    run_dir = write_run(config.results_dir, run_id, record, samples, metrics, predictions, extra)
+    run_dir = write_run(config.results_dir, run_id, record, samples, metrics, predictions, extra, claimed=claimed)
     return RunResult(run_dir, metrics)
-
-
-def _unused(results_dir: Path, run_id: str) -> str:
-    """The run id, with -2, -3, ... added when a run of the same setting started in the same second."""
-    n, candidate = 1, run_id
-    while (results_dir / candidate).exists():
-        n += 1
-        candidate = f"{run_id}-{n}"
-    return candidate
 
 
 def _split_label(config: RunConfig) -> str:
@@ -322,9 +336,10 @@ def _dry_run_estimate(config: RunConfig, prep: Prepared, price: Price | None) ->
     estimate: dict[str, Any] = {"dry_run": True, "requests": 0, "prompt_tokens": 0, "max_output_tokens": 0}
     costs = []
     for step, cfg, requests, step_price in steps:
-        tokens, method = count_tokens([r.prompt for r in requests], cfg.model)
+        tokens, method = prompt_tokens(cfg, [r.prompt for r in requests])
         output = sum(output_budget(cfg, r) for r in requests)
-        cost = round(step_price.cost(tokens, output), 4) if step_price else None
+        # Rounded up, so that --max-cost set to this figure sends every request (harness/budget.py).
+        cost = math.ceil(step_price.cost(tokens, output) * 1e4 - 1e-9) / 1e4 if step_price else None
         estimate[step] = {"model": cfg.model, "requests": len(requests), "prompt_tokens": tokens, "max_cost_usd": cost}
         estimate["requests"] += len(requests)
         estimate["prompt_tokens"] += tokens

@@ -51,13 +51,21 @@ class Usage:
 
 @dataclass(frozen=True)
 class Completion:
-    """A backend's answer to one request; `error` set (and `text` None) when it failed for good."""
+    """A backend's answer to one request; `error` set (and `text` None) when it failed for good.
+
+    A refusal is an answer: `text` is "" (scored as invalid) and `refusal` holds what the model said.
+    """
 
     request_id: str
     text: str | None
     error: str | None = None
     usage: Usage = Usage()
     cached: bool = False
+    finish_reason: str | None = None  # "stop", "length", "content_filter", ... (Anthropic's mapped to these)
+    refusal: str | None = None  # the provider flagged a refusal: its text (text is then "")
+    served_model: str | None = None  # the `model` field of the reply: the snapshot that actually answered
+    truncated: bool = False  # the reply was over the size cap and was cut (harness/backends/base.py)
+    deterministic_error: bool = False  # e.g. context_length_exceeded: a rerun would fail the same way
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,11 @@ class Scored:
     label: float | None
     error: str | None = None
     pair: str | None = None  # C-STS: id of the first row with this sentence pair (bootstrap clusters); else None
+    finish_reason: str | None = None  # why the model stopped ("stop", "length", ...); None: not reported
+    usage: dict[str, int] | None = None  # {"input_tokens", "output_tokens"} of this answer; None: no answer
+    served_model: str | None = None  # the model id the server reported
+    refusal: str | None = None  # the refusal text, when the provider flagged one (the output is then invalid)
+    truncated: bool = False  # the reply was cut at the size cap
 
 
 @dataclass(frozen=True)
@@ -93,13 +106,16 @@ class ApiOptions:
     reasoning_tokens: int = 2048  # max_completion_tokens for reasoning models (reasoning + answer)
     reasoning_effort: str | None = None
     anthropic_greedy: bool = False  # temperature 0 on API version 2023-06-01, where the model allows it
+    stop: tuple[str, ...] = ()  # stop sequences sent with every request (none: the paper's protocol)
 
 
 @dataclass(frozen=True)
 class LocalOptions:
     """How local GPU backends (vllm, hf) load and run a model."""
 
-    chat: bool = False  # apply the model's chat template (off: raw text, as the paper sent)
+    # Raw text or a chat message, for every backend (--chat / --no-chat). None: the backend's default: raw for
+    # local engines and OpenAI-compatible servers (as the paper sent open models), chat for hosted APIs.
+    chat: bool | None = None
     dtype: str = "auto"  # auto | float32 | float16 | bfloat16
     tensor_parallel: int = 1  # vllm: GPUs one model is split over
     gpu_memory_utilization: float = 0.9  # vllm: share of each GPU the engine may take
@@ -120,6 +136,7 @@ class RunConfig:
     backend: str | None = None  # None: chosen from the model name
     seed: int = 0
     limit: int | None = None  # evaluate the first N queries only
+    max_tokens: int = 20  # Deshpande et al. 2023, App. A.3 (the reference code's own GPT call used 5)
     labels: str = "original"  # or "reannotated" (Tu et al. 2024, C-STS validation)
     variant: str = "sentences"  # "qa": score answers (Tu et al. 2024 Fig. 9); "qa-embed": cosine of answer embeddings
     answer_model: str | None = None  # qa variants: the model answering the questions (default: --model)

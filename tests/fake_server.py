@@ -1,14 +1,19 @@
 """A local stand-in for the OpenAI and Anthropic HTTP APIs (127.0.0.1 only), with injectable latency and faults.
 
-Speaks `POST /v1/chat/completions` and `POST /v1/embeddings` (OpenAI wire format) and `POST /v1/messages`
-(Anthropic wire format),
-so the real SDKs can be pointed at it with `base_url`. Every request is logged in `calls`; every reply
-delivered with status 200 and a model answer is logged in `answered`.
+Speaks `POST /v1/chat/completions`, `POST /v1/completions` (raw prompts), `POST /v1/embeddings` and
+`GET /v1/models` (OpenAI wire format; the model list only when `models` is given, else 404, as servers
+without one answer) and `POST /v1/messages` (Anthropic wire format), so the real SDKs can be pointed at it
+with `base_url`. Every request is logged in `calls`; every reply delivered with status 200 and a model
+answer is logged in `answered`.
 
 Faults come from `plan(prompt, attempt) -> action`, where `attempt` counts the requests seen so far for
 that prompt (0 for the first). Actions: "ok", "429" (with retry-after and retry-after-ms), "500", "529",
-"hang" (never answers), "malformed" (200 with a broken JSON body), "empty" (200, empty text), "refusal"
-(200, refusal text), "401", "400".
+"hang" (never answers), "slow" (answers after SLOW_SECONDS), "malformed" (200 with a broken JSON body), "utf8" (200, a body that is not UTF-8),
+"null" (200, content null and no refusal), "empty" (200, empty text), "refusal" (200, the provider's
+refusal: OpenAI's `refusal` field with content null, Anthropic's stop_reason "refusal"), "length" (200,
+finish_reason length), "huge" (200, a 2 MB reply), "leak" (200, a reply quoting the caller's key), "401",
+"400" (a 400 about this request), "400-context" (the prompt is over the context length, in the provider's
+words), "400-param" (a 400 naming a parameter: the request's shape).
 
 In tests: `with FakeServer(...) as server:` runs it on a background thread. For benchmarks, run it in
 its own process: `python tests/fake_server.py --latency 0.1` prints `port N` and serves until killed.
@@ -31,6 +36,17 @@ from aiohttp import web
 Plan = Callable[[str, int], str]
 REFUSAL = "I'm sorry, but I can't help with that request."
 RETRY_AFTER_MS = 20
+SLOW_SECONDS = 0.5
+HUGE_BYTES = 2_000_000
+CONTEXT_MESSAGE = {
+    False: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. "
+    "Please reduce the length of the messages.",
+    True: "prompt is too long: 210000 tokens > 200000 maximum",
+}
+PARAM_MESSAGE = {
+    False: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+    True: "max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens for this model",
+}
 
 
 def default_answer(prompt: str) -> str:
@@ -69,6 +85,9 @@ class FakeServer:
         api_key: str | None = None,
         hang_seconds: float = 30.0,
         log: bool = True,
+        models: list[str] | None = None,
+        served_model: str | None = None,
+        usage: Callable[[str, str], tuple[int, int]] | None = None,
     ) -> None:
         self.latency = latency
         self.plan = plan
@@ -76,6 +95,10 @@ class FakeServer:
         self.api_key = api_key  # when set, any other key gets a 401 that echoes it (as providers do)
         self.hang_seconds = hang_seconds
         self.log = log  # benchmarks turn logging off
+        self.models = models  # what GET /v1/models lists; None: 404 (a server without the list)
+        self.served_model = served_model  # the `model` of every reply; None: the model asked for
+        # (prompt, text) -> (input, output tokens) reported; default: their word counts
+        self.usage = usage or (lambda prompt, text: (len(prompt.split()), len(text.split())))
         self.calls: list[Call] = []
         self.answered: list[str] = []  # prompts answered with status 200 and a model answer
         self.attempts: dict[str, int] = {}
@@ -98,8 +121,10 @@ class FakeServer:
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._track])
         app.router.add_post("/v1/chat/completions", self._openai)
+        app.router.add_post("/v1/completions", self._raw)
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_get("/v1/models", self._models)
         return app
 
     async def serve(self, port: int = 0) -> None:
@@ -167,6 +192,9 @@ class FakeServer:
             assert self._stop is not None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), self.hang_seconds)
+        elif action == "slow":  # answers normally, after SLOW_SECONDS
+            await asyncio.sleep(SLOW_SECONDS)
+            action = "ok"
         elif self.latency:
             await asyncio.sleep(self.latency)
         return prompt, action, body | {"_key": key}
@@ -177,55 +205,98 @@ class FakeServer:
             "500": (500, "api_error", "Internal server error."),
             "529": (529, "overloaded_error", "Overloaded."),
             "400": (400, "invalid_request_error", "This request is not valid for this model."),
+            "400-context": (400, "invalid_request_error", CONTEXT_MESSAGE[anthropic]),
+            "400-param": (400, "invalid_request_error", PARAM_MESSAGE[anthropic]),
             "401": (401, "authentication_error", f"Incorrect API key provided: {key}."),
         }
         if action == "malformed":
             return web.Response(status=200, text='{"id": "x", "choices": [', content_type="application/json")
+        if action == "utf8":
+            body = b'{"id": "x", "object": "chat.completion", "choices": [{"text": "\xff\xfe 3.0"}]}'
+            return web.Response(status=200, body=body, content_type="application/json")
         if action not in kinds:
             return None
         status, kind, message = kinds[action]
         headers = {"retry-after": "1", "retry-after-ms": str(RETRY_AFTER_MS)} if status == 429 else {}
         error = {"type": kind, "message": message}
-        body = {"type": "error", "error": error} if anthropic else {"error": error | {"code": None, "param": None}}
+        code = {"400-context": "context_length_exceeded", "400-param": "unsupported_parameter"}.get(action)
+        param = {"400-context": "messages", "400-param": "max_tokens"}.get(action)
+        body = {"type": "error", "error": error} if anthropic else {"error": error | {"code": code, "param": param}}
         return web.json_response(body, status=status, headers=headers)
 
-    def _text(self, prompt: str, action: str) -> str:
-        if action == "empty":
-            return ""
-        return REFUSAL if action == "refusal" else self.answer(prompt)
+    def _text(self, prompt: str, action: str, key: str = "") -> str | None:
+        match action:
+            case "empty":
+                return ""
+            case "null" | "refusal":
+                return None
+            case "huge":
+                return "4.0 " + "x" * HUGE_BYTES
+            case "leak":
+                return f"3.0 (your key is {key})"
+        return self.answer(prompt)
+
+    def _model(self, body: dict[str, Any]) -> str:
+        return self.served_model or body["model"]
 
     async def _openai(self, request: web.Request) -> web.Response:
         prompt, action, body = await self._begin(request, lambda b: b["messages"][-1]["content"])
         fault = self._fault(action, body["_key"], anthropic=False)
         if fault is not None:
             return fault
-        text = self._text(prompt, action)
-        usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split())}
+        text = self._text(prompt, action, body["_key"])
+        tokens_in, tokens_out = self.usage(prompt, text or "")
+        message = {"role": "assistant", "content": text, "refusal": REFUSAL if action == "refusal" else None}
         reply = {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
             "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": usage | {"total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]},
+            "model": self._model(body),
+            "choices": [{"index": 0, "message": message, "finish_reason": _finish(action)}],
+            "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out},
         }
         return self._reply(prompt, reply)
+
+    async def _raw(self, request: web.Request) -> web.Response:
+        prompt, action, body = await self._begin(request, lambda b: b["prompt"])
+        fault = self._fault(action, body["_key"], anthropic=False)
+        if fault is not None:
+            return fault
+        text = self._text(prompt, action, body["_key"])
+        tokens_in, tokens_out = self.usage(prompt, text or "")
+        reply = {
+            "id": "cmpl-fake",
+            "object": "text_completion",
+            "created": 0,
+            "model": self._model(body),
+            "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": _finish(action)}],
+            "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out},
+        }
+        return self._reply(prompt, reply)
+
+    async def _models(self, request: web.Request) -> web.Response:
+        if self.models is None:
+            return web.json_response({"error": {"message": "Not Found", "type": "not_found"}}, status=404)
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
+        return web.json_response({"object": "list", "data": data})
 
     async def _anthropic(self, request: web.Request) -> web.Response:
         prompt, action, body = await self._begin(request, _anthropic_prompt)
         fault = self._fault(action, body["_key"], anthropic=True)
         if fault is not None:
             return fault
-        text = self._text(prompt, action)
+        text = REFUSAL if action == "refusal" else self._text(prompt, action, body["_key"])
+        stop = {"refusal": "refusal", "length": "max_tokens"}.get(action, "end_turn")
+        tokens_in, tokens_out = self.usage(prompt, text or "")
         reply = {
             "id": "msg_fake",
             "type": "message",
             "role": "assistant",
-            "model": body["model"],
-            "content": [{"type": "text", "text": text}] if text else [],
-            "stop_reason": "refusal" if action == "refusal" else "end_turn",
+            "model": self._model(body),
+            "content": None if action == "null" else [{"type": "text", "text": text}] if text else [],
+            "stop_reason": stop,
             "stop_sequence": None,
-            "usage": {"input_tokens": len(prompt.split()), "output_tokens": len(text.split())},
+            "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
         }
         return self._reply(prompt, reply)
 
@@ -249,6 +320,10 @@ class FakeServer:
         if self.log:
             self.answered.append(prompt)
         return web.Response(text=json.dumps(reply), content_type="application/json")
+
+
+def _finish(action: str) -> str:
+    return {"length": "length"}.get(action, "stop")
 
 
 def bag_of_words(text: str, dims: int = 32) -> list[float]:

@@ -91,6 +91,8 @@ def _writer(path: str, tag: str, n: int) -> None:
     for i in range(n):
         cache.put(f"{tag}-{i}", Completion(str(i), "1.0"), "openai", "m")
         cache.get(f"{tag}-{i // 2}", "x")
+    cache.close()  # writes whatever met the other process's lock
+    assert cache.unsaved == 0
 
 
 def test_two_processes_can_share_one_file(tmp_path: Path) -> None:
