@@ -73,9 +73,9 @@ def _connect(path: Path, timeout_ms: int) -> sqlite3.Connection:
 class ResponseCache:
     """Key -> (text, usage, finish reason, refusal, served model). Holds no prompts and no secrets: keys are hashes."""
 
-    def __init__(self, path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    def __init__(self, path: Path, busy_timeout_ms: int | None = None) -> None:
         self.path = path
-        self.busy_timeout_ms = busy_timeout_ms
+        self.busy_timeout_ms = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
         self.unsaved = 0  # answers that could not be written by close(): kept in memory only
         self.deferred = 0  # answers that met a locked file and went through the backlog
         self._db: sqlite3.Connection | None = None

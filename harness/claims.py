@@ -89,9 +89,10 @@ def claim(results_dir: Path, name: str, explicit: bool) -> Claim:
             for d in created:
                 with contextlib.suppress(OSError):
                     d.rmdir()
-            raise HarnessError(
-                f"{results_dir / name} already exists or another run is writing it: choose another --run-id"
-            )
+            final = results_dir / name
+            busy = final.is_dir() and not any(final.iterdir())  # claimed by a run still going
+            why = "is being written by another run" if busy else "already exists"
+            raise HarnessError(f"{final} {why}: choose another --run-id")
         n += 1
         candidate = f"{name}-{n}"
 
