@@ -132,9 +132,13 @@ class ResponseCache:
         if completion.error is not None or completion.text is None:
             raise ValueError("errors are never cached")
         u, c = completion.usage, completion
-        meta = {"finish_reason": c.finish_reason, "refusal": c.refusal, "served_model": c.served_model}
+        meta: dict[str, object] = {
+            "finish_reason": c.finish_reason,
+            "refusal": c.refusal,
+            "served_model": c.served_model,
+        }
         meta |= {"truncated": True} if c.truncated else {}
-        row = (key, c.text, u.input_tokens, u.output_tokens, backend, model, time.time(), json.dumps(meta))
+        row = (key, completion.text, u.input_tokens, u.output_tokens, backend, model, time.time(), json.dumps(meta))
         with self._lock:
             if self._backlog:  # keep order behind the rows already waiting
                 self._backlog.append(row)

@@ -30,6 +30,19 @@ def price_of(config: RunConfig, backend: Backend | None) -> Price | None:
     return price
 
 
+def reply_fields(c: Completion | None) -> dict[str, Any]:
+    """What samples.jsonl keeps of a reply besides its text: finish reason, usage, served model, refusal, cut."""
+    if c is None:
+        return {}
+    return {
+        "finish_reason": c.finish_reason,
+        "usage": dataclasses.asdict(c.usage) if c.error is None else None,
+        "served_model": c.served_model,
+        "refusal": c.refusal,
+        "truncated": c.truncated,
+    }
+
+
 def usage(completions: dict[str, Completion], price: Price | None) -> dict[str, Any]:
     """Tokens of every answer the results use (cached ones included) and what they cost at list price."""
     tokens_in = sum(c.usage.input_tokens for c in completions.values())

@@ -115,7 +115,7 @@ def _make_dir(results_dir: Path) -> list[Path]:
     return missing
 
 
-def _lock(path: Path, create: bool) -> int | None | bool:
+def _lock(path: Path, create: bool) -> int | bool | None:
     """An fd holding an exclusive lock on the file now at `path`; False if a live process holds it; None
     where flock is unavailable. The inode check catches a lock file unlinked and remade meanwhile."""
     if fcntl is None:
@@ -141,7 +141,7 @@ def _lock(path: Path, create: bool) -> int | None | bool:
             return False
 
 
-def _take(results_dir: Path, name: str) -> int | None | bool:
+def _take(results_dir: Path, name: str) -> int | bool | None:
     """Try to claim one name: the lock, then the folder (new, or the empty folder of a dead run)."""
     try:
         fd = _lock(results_dir / f".{name}{_LOCK}", create=True)

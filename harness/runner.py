@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.backends import make_backend, make_embedding_backend
 from harness.backends.base import Backend
-from harness.calls import call, output_budget, price_of, prompt_tokens, usage
+from harness.calls import call, output_budget, price_of, prompt_tokens, reply_fields, usage
 from harness.data import LABEL_RANGES, load_dataset, pair_ids
 from harness.dispatch import DispatchStats
 from harness.fewshot import ShotPicker
@@ -75,7 +75,8 @@ def prepare(config: RunConfig) -> Prepared:
     shots = tuple(picker.pick(q, config.shots) for q in queries)
     if config.variant == "sentences":
         requests = tuple(
-            Request(q.id, renderer.render(q, s), max_tokens=config.max_tokens) for q, s in zip(queries, shots, strict=True)
+            Request(q.id, renderer.render(q, s), max_tokens=config.max_tokens)
+            for q, s in zip(queries, shots, strict=True)
         )
         return Prepared(dataset, queries, shots, requests, renderer)
     keys = tuple(answer_keys([q, *s] for q, s in zip(queries, shots, strict=True)))
@@ -113,17 +114,8 @@ def score(prep: Prepared, completions: dict[str, Completion] | None, seed: int) 
         else:
             prediction = parsed if valid else fallback_score(seed, q.id, prep.dataset.label_range)
         pair = pairs.get(q.id)
-        answered = c is not None and error is None
-        out.append(
-            Scored(
-                q.id, req.prompt, tuple(s.id for s in shots), text, parsed, valid, prediction, q.label, error, pair,
-                finish_reason=c.finish_reason if c is not None else None,
-                usage=dataclasses.asdict(c.usage) if answered and c is not None else None,
-                served_model=c.served_model if c is not None else None,
-                refusal=c.refusal if c is not None else None,
-                truncated=c.truncated if c is not None else False,
-            )  # fmt: skip
-        )
+        scored = Scored(q.id, req.prompt, tuple(s.id for s in shots), text, parsed, valid, prediction, q.label, error)
+        out.append(dataclasses.replace(scored, pair=pair, **reply_fields(c)))
     return out
 
 
@@ -216,7 +208,9 @@ def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResu
         )
         spent = (answer_metrics.get("dispatch") or {}).get("spent_usd") or 0.0
         if config.api.max_cost is not None:  # one --max-cost for the whole run: the answers took their share
-            config = dataclasses.replace(config, api=dataclasses.replace(config.api, max_cost=config.api.max_cost - spent))
+            config = dataclasses.replace(
+                config, api=dataclasses.replace(config.api, max_cost=config.api.max_cost - spent)
+            )
     if config.variant == "qa":
         requests, failed = score_requests(prep.queries, prep.shots, answers, prep.renderer)
         prep = dataclasses.replace(prep, requests=requests)

@@ -8,12 +8,12 @@ answer is logged in `answered`.
 
 Faults come from `plan(prompt, attempt) -> action`, where `attempt` counts the requests seen so far for
 that prompt (0 for the first). Actions: "ok", "429" (with retry-after and retry-after-ms), "500", "529",
-"hang" (never answers), "slow" (answers after SLOW_SECONDS), "malformed" (200 with a broken JSON body), "utf8" (200, a body that is not UTF-8),
-"null" (200, content null and no refusal), "empty" (200, empty text), "refusal" (200, the provider's
-refusal: OpenAI's `refusal` field with content null, Anthropic's stop_reason "refusal"), "length" (200,
-finish_reason length), "huge" (200, a 2 MB reply), "leak" (200, a reply quoting the caller's key), "401",
-"400" (a 400 about this request), "400-context" (the prompt is over the context length, in the provider's
-words), "400-param" (a 400 naming a parameter: the request's shape).
+"hang" (never answers), "slow" (answers after SLOW_SECONDS), "malformed" (200 with a broken JSON body),
+"utf8" (200, a body that is not UTF-8), "null" (200, content null and no refusal), "empty" (200, empty
+text), "refusal" (200, the provider's refusal: OpenAI's `refusal` field with content null, Anthropic's
+stop_reason "refusal"), "length" (200, finish_reason length), "huge" (200, a 2 MB reply), "leak" (200, a
+reply quoting the caller's key), "401", "400" (a 400 about this request), "400-context" (the prompt is over
+the context length, in the provider's words), "400-param" (a 400 naming a parameter: the request's shape).
 
 In tests: `with FakeServer(...) as server:` runs it on a background thread. For benchmarks, run it in
 its own process: `python tests/fake_server.py --latency 0.1` prints `port N` and serves until killed.
@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
 import json
 import threading
 from collections.abc import Callable
@@ -33,26 +32,25 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fake_replies import (
+    HUGE_BYTES,
+    REFUSAL,
+    RETRY_AFTER_MS,
+    SLOW_SECONDS,
+    anthropic_reply,
+    bag_of_words,
+    chat_reply,
+    default_answer,
+    embeddings_reply,
+    fault,
+    models_list,
+    raw_reply,
+    reply_text,
+)
+
+__all__ = ["HUGE_BYTES", "REFUSAL", "RETRY_AFTER_MS", "FakeServer", "bag_of_words", "default_answer"]
+
 Plan = Callable[[str, int], str]
-REFUSAL = "I'm sorry, but I can't help with that request."
-RETRY_AFTER_MS = 20
-SLOW_SECONDS = 0.5
-HUGE_BYTES = 2_000_000
-CONTEXT_MESSAGE = {
-    False: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. "
-    "Please reduce the length of the messages.",
-    True: "prompt is too long: 210000 tokens > 200000 maximum",
-}
-PARAM_MESSAGE = {
-    False: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
-    True: "max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens for this model",
-}
-
-
-def default_answer(prompt: str) -> str:
-    """A deterministic score in [1.0, 5.0] from the prompt, phrased as a model might."""
-    h = int(hashlib.sha256(prompt.encode()).hexdigest(), 16)
-    return f"{1 + (h % 41) / 10:.1f}"
 
 
 def always_ok(prompt: str, attempt: int) -> str:
@@ -199,139 +197,51 @@ class FakeServer:
             await asyncio.sleep(self.latency)
         return prompt, action, body | {"_key": key}
 
-    def _fault(self, action: str, key: str, anthropic: bool) -> web.Response | None:
-        kinds = {
-            "429": (429, "rate_limit_error", "Rate limit reached; slow down."),
-            "500": (500, "api_error", "Internal server error."),
-            "529": (529, "overloaded_error", "Overloaded."),
-            "400": (400, "invalid_request_error", "This request is not valid for this model."),
-            "400-context": (400, "invalid_request_error", CONTEXT_MESSAGE[anthropic]),
-            "400-param": (400, "invalid_request_error", PARAM_MESSAGE[anthropic]),
-            "401": (401, "authentication_error", f"Incorrect API key provided: {key}."),
-        }
-        if action == "malformed":
-            return web.Response(status=200, text='{"id": "x", "choices": [', content_type="application/json")
-        if action == "utf8":
-            body = b'{"id": "x", "object": "chat.completion", "choices": [{"text": "\xff\xfe 3.0"}]}'
-            return web.Response(status=200, body=body, content_type="application/json")
-        if action not in kinds:
-            return None
-        status, kind, message = kinds[action]
-        headers = {"retry-after": "1", "retry-after-ms": str(RETRY_AFTER_MS)} if status == 429 else {}
-        error = {"type": kind, "message": message}
-        code = {"400-context": "context_length_exceeded", "400-param": "unsupported_parameter"}.get(action)
-        param = {"400-context": "messages", "400-param": "max_tokens"}.get(action)
-        body = {"type": "error", "error": error} if anthropic else {"error": error | {"code": code, "param": param}}
-        return web.json_response(body, status=status, headers=headers)
-
-    def _text(self, prompt: str, action: str, key: str = "") -> str | None:
-        match action:
-            case "empty":
-                return ""
-            case "null" | "refusal":
-                return None
-            case "huge":
-                return "4.0 " + "x" * HUGE_BYTES
-            case "leak":
-                return f"3.0 (your key is {key})"
-        return self.answer(prompt)
-
     def _model(self, body: dict[str, Any]) -> str:
         return self.served_model or body["model"]
 
+    async def _answer(
+        self,
+        request: web.Request,
+        prompt_of: Callable[[dict[str, Any]], str],
+        build: Callable[..., dict],
+        anthropic: bool,
+    ) -> web.Response:
+        prompt, action, body = await self._begin(request, prompt_of)
+        error = fault(action, body["_key"], anthropic)
+        if error is not None:
+            return error
+        text = reply_text(action, self.answer(prompt), body["_key"])
+        if anthropic and action == "refusal":
+            text = REFUSAL  # Anthropic refuses in words, with stop_reason "refusal"
+        return self._reply(prompt, build(self._model(body), text, action, self.usage(prompt, text or "")))
+
     async def _openai(self, request: web.Request) -> web.Response:
-        prompt, action, body = await self._begin(request, lambda b: b["messages"][-1]["content"])
-        fault = self._fault(action, body["_key"], anthropic=False)
-        if fault is not None:
-            return fault
-        text = self._text(prompt, action, body["_key"])
-        tokens_in, tokens_out = self.usage(prompt, text or "")
-        message = {"role": "assistant", "content": text, "refusal": REFUSAL if action == "refusal" else None}
-        reply = {
-            "id": "chatcmpl-fake",
-            "object": "chat.completion",
-            "created": 0,
-            "model": self._model(body),
-            "choices": [{"index": 0, "message": message, "finish_reason": _finish(action)}],
-            "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out},
-        }
-        return self._reply(prompt, reply)
+        return await self._answer(request, lambda b: b["messages"][-1]["content"], chat_reply, anthropic=False)
 
     async def _raw(self, request: web.Request) -> web.Response:
-        prompt, action, body = await self._begin(request, lambda b: b["prompt"])
-        fault = self._fault(action, body["_key"], anthropic=False)
-        if fault is not None:
-            return fault
-        text = self._text(prompt, action, body["_key"])
-        tokens_in, tokens_out = self.usage(prompt, text or "")
-        reply = {
-            "id": "cmpl-fake",
-            "object": "text_completion",
-            "created": 0,
-            "model": self._model(body),
-            "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": _finish(action)}],
-            "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out},
-        }
-        return self._reply(prompt, reply)
+        return await self._answer(request, lambda b: b["prompt"], raw_reply, anthropic=False)
+
+    async def _anthropic(self, request: web.Request) -> web.Response:
+        return await self._answer(request, _anthropic_prompt, anthropic_reply, anthropic=True)
 
     async def _models(self, request: web.Request) -> web.Response:
         if self.models is None:
             return web.json_response({"error": {"message": "Not Found", "type": "not_found"}}, status=404)
-        data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
-        return web.json_response({"object": "list", "data": data})
-
-    async def _anthropic(self, request: web.Request) -> web.Response:
-        prompt, action, body = await self._begin(request, _anthropic_prompt)
-        fault = self._fault(action, body["_key"], anthropic=True)
-        if fault is not None:
-            return fault
-        text = REFUSAL if action == "refusal" else self._text(prompt, action, body["_key"])
-        stop = {"refusal": "refusal", "length": "max_tokens"}.get(action, "end_turn")
-        tokens_in, tokens_out = self.usage(prompt, text or "")
-        reply = {
-            "id": "msg_fake",
-            "type": "message",
-            "role": "assistant",
-            "model": self._model(body),
-            "content": None if action == "null" else [{"type": "text", "text": text}] if text else [],
-            "stop_reason": stop,
-            "stop_sequence": None,
-            "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
-        }
-        return self._reply(prompt, reply)
+        return web.json_response(models_list(self.models))
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         prompt, action, body = await self._begin(request, _embedding_input)
-        fault = self._fault(action, body["_key"], anthropic=False)
-        if fault is not None:
-            return fault
+        error = fault(action, body["_key"], anthropic=False)
+        if error is not None:
+            return error
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        data = [{"object": "embedding", "index": i, "embedding": bag_of_words(t)} for i, t in enumerate(texts)]
-        tokens = sum(len(t.split()) for t in texts)
-        reply = {
-            "object": "list",
-            "data": data,
-            "model": body["model"],
-            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-        }
-        return self._reply(prompt, reply)
+        return self._reply(prompt, embeddings_reply(body["model"], texts))
 
     def _reply(self, prompt: str, reply: dict[str, Any]) -> web.Response:
         if self.log:
             self.answered.append(prompt)
         return web.Response(text=json.dumps(reply), content_type="application/json")
-
-
-def _finish(action: str) -> str:
-    return {"length": "length"}.get(action, "stop")
-
-
-def bag_of_words(text: str, dims: int = 32) -> list[float]:
-    """A deterministic embedding: hashed word counts, so answers sharing words point the same way."""
-    vector = [0.0] * dims
-    for word in text.lower().split():
-        vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % dims] += 1.0
-    return vector
 
 
 def _embedding_input(body: dict[str, Any]) -> str:

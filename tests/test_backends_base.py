@@ -45,7 +45,7 @@ def test_context_length_is_named_and_is_one_requests_error(
 @pytest.mark.parametrize(
     ("message", "code", "param"),
     [
-        ("Unsupported parameter: 'max_tokens' is not supported with this model.", "unsupported_parameter", "max_tokens"),
+        ("Unsupported parameter: 'max_tokens' is not supported.", "unsupported_parameter", "max_tokens"),
         ("Unsupported value: 'temperature' does not support 0 with this model.", "unsupported_value", "temperature"),
         ("Invalid type for 'stop': expected a string or array.", None, "stop"),
         ("temperature: range: 0..1", None, None),

@@ -127,9 +127,9 @@ def test_bad_key_stops_the_run_with_one_line_without_the_key() -> None:
 def test_a_400_naming_the_request_shape_stops_the_run_whatever_comes_first(concurrency: int) -> None:
     reqs = requests(12)
     shape = {reqs[5].prompt}  # neither first nor alone in flight at concurrency 4
-    with FakeServer(latency=0.02, plan=lambda p, a: "400-param" if p in shape else "ok") as server:
-        with pytest.raises(HarnessError, match="HTTP 400: Unsupported parameter"):
-            run(server, reqs, concurrency=concurrency)
+    server = FakeServer(latency=0.02, plan=lambda p, a: "400-param" if p in shape else "ok")
+    with server, pytest.raises(HarnessError, match="HTTP 400: Unsupported parameter"):
+        run(server, reqs, concurrency=concurrency)
     assert Counter(server.received())[reqs[5].prompt] == 1  # a 400 is never retried
     assert len(server.calls) < len(reqs)  # nothing new started after it
 
@@ -138,9 +138,9 @@ def test_answers_in_flight_when_the_run_stops_are_still_cached(tmp_path: Path) -
     reqs = requests(8)
     cache = ResponseCache(tmp_path / "c.sqlite")
     # Request 0 fails at once, while 1-3 are still in flight (slow): their answers must be kept.
-    with FakeServer(plan=lambda p, a: "400-param" if p == reqs[0].prompt else "slow") as server:
-        with pytest.raises(HarnessError, match="answers received so far are cached"):
-            run(server, reqs, concurrency=4, cache=cache)
+    server = FakeServer(plan=lambda p, a: "400-param" if p == reqs[0].prompt else "slow")
+    with server, pytest.raises(HarnessError, match="answers received so far are cached"):
+        run(server, reqs, concurrency=4, cache=cache)
     assert len(server.calls) == 4 and len(server.answered) == 3 and len(cache) == 3
 
 

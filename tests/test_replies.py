@@ -112,7 +112,9 @@ def test_an_oversized_reply_is_cut_and_flagged_not_stored_whole(tmp_path: Path) 
     assert max(len(text) for text, _ in cached_rows(tmp_path)) == REPLY_CAP_BYTES
 
 
-def test_a_reply_quoting_the_key_is_redacted_before_it_is_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_reply_quoting_the_key_is_redacted_before_it_is_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeServer(plan=lambda p, a: "leak", api_key=KEY) as server:
         assert main(argv(tmp_path, server, "r")) == 0

@@ -40,7 +40,12 @@ def test_shipped_encodings_are_tiktokens_own(name: str, tmp_path: Path, monkeypa
 
 @pytest.mark.parametrize(
     ("model", "name"),
-    [("gpt-4", "cl100k_base"), ("gpt-3.5-turbo-0301", "cl100k_base"), ("gpt-4o", "o200k_base"), ("o3-mini", "o200k_base")],
+    [
+        ("gpt-4", "cl100k_base"),
+        ("gpt-3.5-turbo-0301", "cl100k_base"),
+        ("gpt-4o", "o200k_base"),
+        ("o3-mini", "o200k_base"),
+    ],
 )
 def test_openai_models_get_their_encoding_without_any_download(
     model: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -61,7 +61,9 @@ class AnthropicBackend:
         max_tokens: int = 20,
     ) -> None:
         if chat is False:
-            raise HarnessError(f"--no-chat: Anthropic models are chat-only ({model!r}): the Messages API takes messages")
+            raise HarnessError(
+                f"--no-chat: Anthropic models are chat-only ({model!r}): the Messages API takes messages"
+            )
         self.model = model
         self._key = api_key
         self.greedy = greedy

@@ -129,7 +129,7 @@ def status_error(
     if status == 413:
         return PermanentError(text, kind="request_too_large")
     names = [p for p in sent if p not in _PROMPT_PARAMS]
-    named = bool(names) and re.search(r"\b(?:%s)\b" % "|".join(map(re.escape, names)), message) is not None
+    named = bool(names) and re.search(rf"\b(?:{'|'.join(map(re.escape, names))})\b", message) is not None
     if status in (400, 422) and (
         code in _SHAPE_CODES or (param and param.split("[")[0] not in _PROMPT_PARAMS) or named or _SHAPE.search(message)
     ):

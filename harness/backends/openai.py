@@ -3,10 +3,11 @@
 Two ways to send a prompt (`chat`): one user message to `/v1/chat/completions`, or the rendered prompt
 verbatim to `/v1/completions` (raw, as the paper sent open models: no chat template, no system prompt).
 Hosted OpenAI models are chat-only; a compatible server defaults to raw, so `vllm serve` and the offline
-vLLM engine see the same prompt tokens (OpenAI's own model names stay chat behind a gateway too). Temperature 0 and a 20-token budget, as in the paper (Deshpande
-et al. 2023, App. A.3). Reasoning models (o1, o3, o4, gpt-5 ...) reject `temperature` and `max_tokens` and
-bill their hidden reasoning inside `max_completion_tokens`, so for them we send only `max_completion_tokens`
-(large enough to leave room for an answer) and say so in describe(). Several base URLs spread the load:
+vLLM engine see the same prompt tokens (OpenAI's own model names stay chat behind a gateway too).
+Temperature 0 and a 20-token budget, as in the paper (Deshpande et al. 2023, App. A.3). Reasoning models
+(o1, o3, o4, gpt-5 ...) reject `temperature` and `max_tokens` and bill their hidden reasoning inside
+`max_completion_tokens`, so for them we send only `max_completion_tokens` (large enough to leave room for an
+answer) and say so in describe(). Several base URLs spread the load:
 each attempt goes to the server with the fewest requests in flight.
 """
 
