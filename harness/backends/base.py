@@ -7,7 +7,8 @@ Two kinds, told apart by the class attribute `remote`:
   local engine sees the whole batch (vLLM's continuous batching), and yields one Completion per request
   in any order.
 - API backends (`remote = True`: openai, anthropic) implement `send(request)`: one attempt at one
-  request, raising `RetryableError` or `PermanentError` (below) instead of SDK exceptions. The
+  request (the JSON `body(request)` posted to `endpoint`), raising `RetryableError`, `MalformedReply` or
+  `PermanentError` (below) instead of SDK exceptions. The
   dispatcher calls it per request under its concurrency limit, timeout and retry policy. Retries,
   concurrency and caching live there, in one place, never inside a backend.
 
@@ -26,7 +27,7 @@ import email.utils
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping, Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from harness.types import Completion, Request
 
@@ -48,7 +49,17 @@ class Backend(Protocol):
 
 
 class RemoteBackend(Backend, Protocol):
-    """An API backend: the dispatcher calls `send` per request, with its own retries, timeout and limit."""
+    """An API backend: the dispatcher calls `send` per request, with its own retries, timeout and limit.
+
+    `body(request)` is the exact JSON `send` posts to `endpoint` (e.g. "/v1/chat/completions"): the one
+    source of truth for what a request is, for batch files too."""
+
+    @property
+    def endpoint(self) -> str: ...
+
+    def body(self, request: Request) -> dict[str, Any]:
+        """The request body, exactly as sent (model, prompt or messages, decoding fields)."""
+        ...
 
     async def send(self, request: Request) -> Completion:
         """One attempt. Raises RetryableError or PermanentError; a returned Completion is a model answer."""
