@@ -146,7 +146,6 @@ def api_options(a: argparse.Namespace) -> ApiOptions:
         reasoning_tokens=a.reasoning_tokens,
         reasoning_effort=a.reasoning_effort,
         anthropic_greedy=a.anthropic_greedy,
-        stop=tuple(a.stop),
     )
 
 
@@ -182,7 +181,7 @@ def local_options(a: argparse.Namespace) -> LocalOptions:
     if not 0 < a.gpu_memory_utilization <= 1:
         raise HarnessError(f"--gpu-memory-utilization must be in (0, 1], got {a.gpu_memory_utilization}")
     return LocalOptions(
-        chat=a.chat,
+        chat=bool(a.chat),  # the local backends' default is raw text, as the paper sent it
         dtype=a.dtype,
         tensor_parallel=a.tensor_parallel,
         gpu_memory_utilization=a.gpu_memory_utilization,
@@ -217,7 +216,6 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         template=a.template,
         seed=a.seed,
         limit=a.limit,
-        max_tokens=a.max_tokens,
         labels=a.labels,
         subset=a.subset,
         subset_seed=a.subset_seed,
@@ -234,6 +232,9 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         progress=not a.no_progress,
         api=api_options(a),
         local=local_options(a),
+        chat=a.chat,
+        stop=tuple(a.stop),
+        max_tokens=a.max_tokens,
     )
 
 

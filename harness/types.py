@@ -106,16 +106,13 @@ class ApiOptions:
     reasoning_tokens: int = 2048  # max_completion_tokens for reasoning models (reasoning + answer)
     reasoning_effort: str | None = None
     anthropic_greedy: bool = False  # temperature 0 on API version 2023-06-01, where the model allows it
-    stop: tuple[str, ...] = ()  # stop sequences sent with every request (none: the paper's protocol)
 
 
 @dataclass(frozen=True)
 class LocalOptions:
     """How local GPU backends (vllm, hf) load and run a model."""
 
-    # Raw text or a chat message, for every backend (--chat / --no-chat). None: the backend's default: raw for
-    # local engines and OpenAI-compatible servers (as the paper sent open models), chat for hosted APIs.
-    chat: bool | None = None
+    chat: bool = False  # apply the model's chat template (off: raw text, as the paper sent)
     dtype: str = "auto"  # auto | float32 | float16 | bfloat16
     tensor_parallel: int = 1  # vllm: GPUs one model is split over
     gpu_memory_utilization: float = 0.9  # vllm: share of each GPU the engine may take
@@ -136,7 +133,6 @@ class RunConfig:
     backend: str | None = None  # None: chosen from the model name
     seed: int = 0
     limit: int | None = None  # evaluate the first N queries only
-    max_tokens: int = 20  # Deshpande et al. 2023, App. A.3 (the reference code's own GPT call used 5)
     labels: str = "original"  # or "reannotated" (Tu et al. 2024, C-STS validation)
     variant: str = "sentences"  # "qa": score answers (Tu et al. 2024 Fig. 9); "qa-embed": cosine of answer embeddings
     answer_model: str | None = None  # qa variants: the model answering the questions (default: --model)
@@ -153,3 +149,8 @@ class RunConfig:
     progress: bool = True
     api: ApiOptions = field(default_factory=ApiOptions)
     local: LocalOptions = field(default_factory=LocalOptions)
+    # --chat / --no-chat; None: the backend's default: raw text for local engines and OpenAI-compatible servers
+    # (as the paper sent open models), chat for hosted OpenAI and Anthropic (chat-only).
+    chat: bool | None = None
+    stop: tuple[str, ...] = ()  # stop sequences (default none: the paper's protocol)
+    max_tokens: int = 20  # output budget of each scoring request (Deshpande et al. 2023, App. A.3: 20)

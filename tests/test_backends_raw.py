@@ -15,7 +15,7 @@ from harness.backends.anthropic import AnthropicBackend
 from harness.backends.openai import OpenAIBackend
 from harness.cache import request_key
 from harness.cli import main
-from harness.types import ApiOptions, HarnessError, LocalOptions, Request, RunConfig
+from harness.types import ApiOptions, HarnessError, Request, RunConfig
 from tests.fake_server import FakeServer, default_answer
 
 REQ = Request("0", "Sentence 1: a cat.\nSentence 2: a dog.\nOutput:", max_tokens=7)
@@ -130,7 +130,7 @@ def test_stop_and_max_tokens_are_sent_and_recorded(tmp_path: Path) -> None:
 
 
 def test_stop_is_refused_where_it_would_not_be_sent() -> None:
-    config = RunConfig(model="tiny", backend="hf", api=ApiOptions(stop=("\n",)), local=LocalOptions())
+    config = RunConfig(model="tiny", backend="hf", stop=("\n",))
     with pytest.raises(HarnessError, match="--stop is sent by the API backends"):
         make_backend(config, (1.0, 5.0))
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
+from collections.abc import Sequence
 
 from harness.backends.base import PLACEHOLDER_KEY, Backend
 from harness.backends.hf import HFBackend
@@ -23,13 +23,14 @@ BACKENDS = (
 _KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
-def backend_for(model: str) -> str:
-    """The backend a model name implies; --backend overrides it."""
+def backend_for(model: str, base_urls: Sequence[str] = ()) -> str:
+    """The backend a model name implies; --backend overrides it. With --base-url, a name that implies
+    nothing means the OpenAI-compatible server at that URL (that is what a user means)."""
     if model in OFFLINE_MODELS:
         return "offline"
     if model.startswith("claude"):
         return "anthropic"
-    if model.startswith(("gpt-", "o1", "o3", "o4", "chatgpt", "text-")):
+    if model.startswith(("gpt-", "o1", "o3", "o4", "chatgpt", "text-")) or base_urls:
         return "openai"
     raise HarnessError(
         f"unknown model {model!r}: pass --backend ({', '.join(BACKENDS)}) to say how to reach it, "
@@ -38,24 +39,16 @@ def backend_for(model: str) -> str:
 
 
 def backend_name(config: RunConfig) -> str:
-    """The run's backend: --backend, else the model name's, else (with --base-url) an OpenAI-compatible server:
-    a name like `Qwen/Qwen2.5-7B-Instruct` with --base-url means "the model that server serves"."""
-    if config.backend is not None:
-        return config.backend
-    try:
-        return backend_for(config.model)
-    except HarnessError:
-        if config.api.base_urls:
-            return "openai"
-        raise
+    """The run's backend: --backend, else what the model name (and --base-url) implies."""
+    return config.backend or backend_for(config.model, config.api.base_urls)
 
 
 def chat_mode(config: RunConfig) -> bool:
     """Whether prompts go out as a chat message (--chat / --no-chat, else the backend's default): hosted APIs
     (and OpenAI's model names anywhere) are chat; OpenAI-compatible servers and local engines get raw text,
     as the paper sent open models."""
-    if config.local.chat is not None:
-        return config.local.chat
+    if config.chat is not None:
+        return config.chat
     try:
         name = backend_name(config)
     except HarnessError:
@@ -80,10 +73,8 @@ def _api_key(backend: str, base_urls: tuple[str, ...]) -> str:
 def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend:
     """Build the run's backend; fails in one line before any work when it cannot be used."""
     name = backend_name(config)
-    if config.api.stop and name not in ("openai", "anthropic"):
+    if config.stop and name not in ("openai", "anthropic"):
         raise HarnessError(f"--stop is sent by the API backends (openai, anthropic), not by {name}")
-    # Local engines read chat as a plain bool (their describe() and so their cache keys record it).
-    local = dataclasses.replace(config.local, chat=bool(config.local.chat))
     match name:
         case "offline":
             if config.model == "random":
@@ -105,8 +96,8 @@ def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend
                 reasoning=api.reasoning,
                 reasoning_tokens=api.reasoning_tokens,
                 reasoning_effort=api.reasoning_effort,
-                chat=config.local.chat,
-                stop=api.stop,
+                chat=config.chat,
+                stop=config.stop,
                 max_tokens=config.max_tokens,
             )
             if api.base_urls:
@@ -122,14 +113,14 @@ def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend
                 api.base_urls,
                 timeout=api.timeout,
                 greedy=api.anthropic_greedy,
-                chat=config.local.chat,
-                stop=api.stop,
+                chat=config.chat,
+                stop=config.stop,
                 max_tokens=config.max_tokens,
             )
         case "vllm":
-            return VllmBackend(config.model, local, seed=config.seed)
+            return VllmBackend(config.model, config.local, seed=config.seed)
         case "hf":
-            return HFBackend(config.model, local)
+            return HFBackend(config.model, config.local)
         case _:
             raise HarnessError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
 
