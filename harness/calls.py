@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tqdm import tqdm
@@ -13,6 +14,7 @@ from harness.cache import ResponseCache
 from harness.dispatch import DispatchOptions, DispatchStats, RetryPolicy, complete_all
 from harness.parsing import parse_score
 from harness.pricing import Price, price_for
+from harness.tokens import CHAT_OVERHEAD_TOKENS, counter
 from harness.types import Completion, HarnessError, Request, RunConfig
 
 
@@ -28,6 +30,19 @@ def price_of(config: RunConfig, backend: Backend | None) -> Price | None:
     return price
 
 
+def reply_fields(c: Completion | None) -> dict[str, Any]:
+    """What samples.jsonl keeps of a reply besides its text: finish reason, usage, served model, refusal, cut."""
+    if c is None:
+        return {}
+    return {
+        "finish_reason": c.finish_reason,
+        "usage": dataclasses.asdict(c.usage) if c.error is None else None,
+        "served_model": c.served_model,
+        "refusal": c.refusal,
+        "truncated": c.truncated,
+    }
+
+
 def usage(completions: dict[str, Completion], price: Price | None) -> dict[str, Any]:
     """Tokens of every answer the results use (cached ones included) and what they cost at list price."""
     tokens_in = sum(c.usage.input_tokens for c in completions.values())
@@ -40,13 +55,31 @@ def usage(completions: dict[str, Completion], price: Price | None) -> dict[str, 
     }
 
 
+def prompt_counter(config: RunConfig) -> tuple[Callable[[str], int], str]:
+    """(prompt tokens of one request, how counted): the one count behind --dry-run and --max-cost. API
+    requests in chat form add the message's wrapping."""
+    from harness.backends import backend_name, chat_mode
+
+    try:
+        api = backend_name(config) in ("openai", "anthropic")
+    except HarnessError:
+        api = False
+    return counter(config.model, CHAT_OVERHEAD_TOKENS if api and chat_mode(config) else 0)
+
+
+def prompt_tokens(config: RunConfig, texts: Sequence[str]) -> tuple[int, str]:
+    """(total prompt tokens, how counted), as `prompt_counter` counts each request."""
+    count, method = prompt_counter(config)
+    return sum(count(t) for t in texts), method
+
+
 def output_budget(config: RunConfig, request: Request) -> int:
     """The most output tokens a request can be billed for (reasoning models bill their reasoning as output)."""
-    from harness.backends import backend_for
+    from harness.backends import backend_name
     from harness.backends.openai import is_reasoning_model
 
     try:
-        name = config.backend or backend_for(config.model)
+        name = backend_name(config)
     except HarnessError:
         return request.max_tokens
     reasoning = config.api.reasoning if config.api.reasoning is not None else is_reasoning_model(config.model)
@@ -65,6 +98,7 @@ def dispatch_options(config: RunConfig, backend: Backend, price: Price | None) -
         refresh=api.refresh,
         max_cost=api.max_cost,
         price=price,
+        count_prompt=prompt_counter(config)[0] if api.max_cost is not None else None,
     )
 
 
@@ -106,6 +140,13 @@ def call(
         finally:
             if options.cache is not None:
                 options.cache.close()
+                stats.cache_deferred, stats.cache_unsaved = options.cache.deferred, options.cache.unsaved
+    if stats.cache_unsaved:
+        print(
+            f"warning: the cache file {options.cache.path if options.cache else ''} stayed locked by another "
+            f"process: {stats.cache_unsaved} answers are in this run's results but not in the cache",
+            file=sys.stderr,
+        )
     if requests and all(c.error is not None for c in done.values()):
         # Nothing came back (an unreachable server, a wrong --base-url, --max-cost too low): one line and no
         # run folder beats a folder of errors. Nothing is lost: there was nothing to keep.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,10 +11,12 @@ from typing import Any
 
 from harness.inputs import check_output, check_regular
 from harness.options import Parser, add_data_args, config_from_args, run_parser
+from harness.summary import print_dry_run, print_summary
 from harness.types import HarnessError
 
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 3  # results written, but some requests failed for good
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143  # 128 + the signal's number, as shells report it
 
 
 def extract_parser() -> Parser:
@@ -24,24 +27,6 @@ def extract_parser() -> Parser:
         "--out", type=Path, required=True, help="required: directory to write csts_{train,validation,test}.csv into"
     )
     return p
-
-
-def _fmt(value: object) -> str:
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
-
-
-HEADLINE = ("n", "invalid_pct", "out_of_range_pct", "spearman", "pearson", "spearman_valid", "pearson_valid", "mse")
-STRICT = ("invalid_strict_pct", "spearman_strict", "pearson_strict")
-
-
-def metrics_line(m: dict[str, Any], keys: Sequence[str]) -> str:
-    """`key=value` pairs; a correlation that could mislead carries its note: `spearman=None (n=1)`."""
-    parts = []
-    for k in keys:
-        if k in m:
-            note = m.get(f"{k}_note")
-            parts.append(f"{k}={_fmt(m[k])}" + (f" ({note})" if note else ""))
-    return "  ".join(parts)
 
 
 def cmd_run(argv: Sequence[str]) -> int:
@@ -56,40 +41,12 @@ def cmd_run(argv: Sequence[str]) -> int:
     result = run(config)
     m = result.metrics
     if config.dry_run:
-        cost = f"${m['max_cost_usd']:.4f}" if m.get("max_cost_usd") is not None else "unknown (no price for model)"
-        print(
-            f"dry run: {m['requests']} requests, {m['prompt_tokens']} prompt tokens ({m['token_count']}), "
-            f"at most {m['max_output_tokens']} output tokens; cost at most {cost}; no model called"
-        )
+        print_dry_run(m)
     else:
-        print(metrics_line(m, [*HEADLINE, "errors"]))
-        if m.get("reasons"):
-            print("reasons: " + "  ".join(f"{k}={v}" for k, v in m["reasons"].items()))
-        if "invalid_strict_pct" in m:
-            print("strict parse (not the paper's rule): " + metrics_line(m, STRICT))
-        if "submission" in m:
-            print(f"submission: {m['submission']}")
-        _report_api(m)
+        print_summary(m)
     print(f"results: {result.run_dir}")
     # Failed requests leave the run incomplete: a non-zero exit tells scripts to rerun (only those are resent).
     return EXIT_INCOMPLETE if m.get("errors") else 0
-
-
-def _report_api(m: dict) -> None:
-    """Cache, cost and failed requests of an API run (nothing for offline runs)."""
-    cache, usage, dispatch = m.get("cache"), m.get("usage", {}), m.get("dispatch", {})
-    if cache and cache["mode"] != "off":
-        print(f"cache: {cache['hits']} hits, {cache['misses']} misses")
-    if usage.get("cost_usd") is not None:
-        print(f"tokens: {usage['input_tokens']} in, {usage['output_tokens']} out; cost ${usage['cost_usd']:.4f}")
-    if m.get("errors"):
-        answers = m.get("answers", {}).get("dispatch", {})
-        first = (dispatch.get("first_errors") or answers.get("first_errors") or ["see samples.jsonl"])[0]
-        print(
-            f"warning: {m['errors']} queries have no prediction ({first}); failed requests are not cached: "
-            "rerun the same command to retry only those",
-            file=sys.stderr,
-        )
 
 
 def cmd_extract(argv: Sequence[str]) -> int:
@@ -156,6 +113,15 @@ def cmd_sweep(argv: Sequence[str], grid: dict[str, list[str]]) -> int:
 
     result = run_sweep(config_from_args(run_parser().parse_args(argv)), grid)
     print(f"sweep: {len(result.cells)} cells ({sum(c.reused for c in result.cells)} reused) -> {result.sweep_dir}")
+    for c in result.failed:
+        print(f"warning: cell {c.label}: {c.errors} queries have no prediction -> {c.run_dir}", file=sys.stderr)
+    if result.failed:
+        print(
+            f"warning: {len(result.failed)} of {len(result.cells)} cells have failed requests; rerun the same "
+            "command to retry them (finished cells are reused)",
+            file=sys.stderr,
+        )
+        return EXIT_INCOMPLETE
     return 0
 
 
@@ -257,6 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch to a sub-command (first word) or the default evaluation run."""
     args = list(sys.argv[1:] if argv is None else argv)
     command = COMMANDS.get(args[0]) if args else None
+    previous = _on_sigterm()
     try:
         if command is not None:
             return command(args[1:])
@@ -266,9 +233,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("error: interrupted; finished responses are kept, rerun to continue", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        # No results folder was written. Answers from API and local models that reached the response
+        # cache before the signal are reused by a rerun; offline baselines and --no-cache keep nothing.
+        signal_name = "SIGTERM" if isinstance(e, Terminated) else "SIGINT"
+        print(
+            f"error: interrupted ({signal_name}); no results were written; answers already in the response "
+            "cache are reused when the same command runs again",
+            file=sys.stderr,
+        )
+        return EXIT_SIGTERM if isinstance(e, Terminated) else EXIT_SIGINT
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as a KeyboardInterrupt so that it stops asyncio's loop as Ctrl-C does and cleanup runs
+    (caches close, claims are released)."""
+
+
+def _on_sigterm() -> signal.Handlers | Any | None:
+    """Turn SIGTERM into Terminated while main() runs (only possible in the main thread)."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        return None
 
 
 def unknown_command(word: str) -> str:

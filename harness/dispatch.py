@@ -4,6 +4,11 @@ The one place for the cache, concurrency, retries, timeouts and the spending lim
 it). Order of events for each request: cache lookup -> (API backends) wait for a slot, reserve its
 worst-case cost, send with retries -> commit the answer to the cache -> `on_done`. A request that fails
 for good becomes an `error` Completion: it is reported, never cached, and retried by the next run.
+
+Only an error that every request would meet stops the run (401/403/404, a 400 naming the request's shape):
+no new request starts, the ones in flight finish their current attempt and their answers are cached. Which
+errors stop a run depends on what the provider said, never on which request came first, so the outcome
+does not depend on order or concurrency.
 """
 
 from __future__ import annotations
@@ -15,15 +20,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, RetryError, retry_if_exception_type
 from tenacity.wait import wait_random_exponential
 
-from harness.backends.base import Backend, PermanentError, RemoteBackend, RetryableError
+from harness.backends.base import Backend, MalformedReply, PermanentError, RemoteBackend, RetryableError
+from harness.budget import Budget
 from harness.cache import ResponseCache, request_key
 from harness.pricing import Price
 from harness.types import Completion, HarnessError, Request
 
 OnDone = Callable[[Completion], None]
+MALFORMED_TRIES = 3  # a reply we cannot read is retried, but a server that only sends those is given up on
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,7 @@ class DispatchOptions:
     refresh: bool = False  # --refresh: ignore stored answers, store the new ones
     max_cost: float | None = None  # US dollars this invocation may spend (API backends)
     price: Price | None = None
+    count_prompt: Callable[[str], int] | None = None  # prompt tokens as --dry-run counts them (for --max-cost)
 
 
 @dataclass
@@ -65,40 +73,29 @@ class DispatchStats:
     attempts: int = 0  # API calls made, retries included
     retries: int = 0
     errors: int = 0
+    deterministic_errors: int = 0  # errors a rerun would repeat (context_length_exceeded, ...): not worth retrying
+    malformed: int = 0  # replies that could not be read (each retried)
     not_sent_max_cost: int = 0
     spent_usd: float | None = None  # this invocation's new spending (cached answers are free)
     seconds: float = 0.0
     first_errors: list[str] = field(default_factory=list)  # a few messages, for the report line
+    first_deterministic_errors: list[str] = field(default_factory=list)
+    cache_deferred: int = 0  # answers that met a locked cache file and were written later
+    cache_unsaved: int = 0  # answers the locked cache file never took: in this run's results only
 
     def record(self) -> dict[str, Any]:
         """{"cache": ..., "dispatch": ...} for metrics.json."""
         d = asdict(self)
         cache = {"mode": d.pop("cache"), "hits": d.pop("cache_hits"), "misses": d.pop("cache_misses")}
+        deferred, unsaved = d.pop("cache_deferred"), d.pop("cache_unsaved")
+        if deferred or unsaved:
+            cache |= {"deferred": deferred, "unsaved": unsaved}
+        if unsaved:
+            cache["note"] = (
+                f"{unsaved} answers could not be written to the locked cache file: they are in this run's "
+                "results, but a rerun would send them again"
+            )
         return {"cache": cache, "dispatch": d}
-
-
-class _Budget:
-    """--max-cost: a request starts only if its worst case cannot take spending past the limit."""
-
-    def __init__(self, max_cost: float, price: Price) -> None:
-        self.max_cost, self.price = max_cost, price
-        self.spent = 0.0
-        self.reserved = 0.0
-
-    def worst_case(self, backend: RemoteBackend, request: Request) -> float:
-        # A token covers at least one byte of UTF-8, so the byte count bounds the prompt's tokens;
-        # 16 more for the chat wrapping. Output: the most the backend lets the model bill.
-        return self.price.cost(len(request.prompt.encode()) + 16, backend.output_budget(request))
-
-    def reserve(self, amount: float) -> bool:
-        if self.spent + self.reserved + amount > self.max_cost:
-            return False
-        self.reserved += amount
-        return True
-
-    def settle(self, reserved: float, actual: float) -> None:
-        self.reserved -= reserved
-        self.spent += actual
 
 
 class _Dispatcher:
@@ -107,11 +104,9 @@ class _Dispatcher:
         self.cache = options.cache if getattr(backend, "cacheable", True) else None
         self.done: dict[str, Completion] = {}
         self.keys: dict[str, str] = {}
-        self.succeeded = False  # a live or cached answer: the request shape works for this model
         self.fatal: str | None = None
-        self.workers: list[asyncio.Task[None]] = []
         self.budget = (
-            _Budget(options.max_cost, options.price)
+            Budget(options.max_cost, options.price, options.count_prompt or (lambda text: len(text.encode())))
             if options.max_cost is not None and options.price is not None
             else None
         )
@@ -122,13 +117,16 @@ class _Dispatcher:
             raise RuntimeError(f"backend {self.backend.name} answered repeated id {completion.request_id!r}")
         self.done[completion.request_id] = completion
         if completion.error is None:
-            self.succeeded = True
             if self.cache is not None and not completion.cached:
                 self.cache.put(self.keys[completion.request_id], completion, self.backend.name, self.backend.model)
         else:
             self.stats.errors += 1
-            if len(self.stats.first_errors) < 3:
-                self.stats.first_errors.append(completion.error)
+            first = self.stats.first_errors
+            if completion.deterministic_error:
+                self.stats.deterministic_errors += 1
+                first = self.stats.first_deterministic_errors
+            if len(first) < 3:
+                first.append(completion.error)
         self.on_done(completion)
 
     def lookup(self, requests: Sequence[Request]) -> list[Request]:
@@ -160,23 +158,23 @@ class _Dispatcher:
         queue = deque(requests)
 
         async def worker() -> None:
-            while queue and self.fatal is None:
+            while queue and self.fatal is None:  # after a fatal error, in-flight requests finish; none start
                 await self.send_one(backend, queue.popleft())
 
         n = max(1, min(self.options.concurrency, len(queue)))
-        self.workers = [asyncio.create_task(worker()) for _ in range(n)]
+        workers = [asyncio.create_task(worker()) for _ in range(n)]
         try:
-            results = await asyncio.gather(*self.workers, return_exceptions=True)
+            results = await asyncio.gather(*workers, return_exceptions=True)
         finally:
             await backend.aclose()
         for result in results:
-            if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+            if isinstance(result, BaseException):
                 raise result
 
     async def send_one(self, backend: RemoteBackend, request: Request) -> None:
         reserved = 0.0
         if self.budget is not None:
-            reserved = self.budget.worst_case(backend, request)
+            reserved = self.budget.worst_case(request, backend.output_budget(request))
             if not self.budget.reserve(reserved):
                 self.stats.not_sent_max_cost += 1
                 limit = f"${self.budget.max_cost:g}"
@@ -184,7 +182,8 @@ class _Dispatcher:
                 return
         completion = await self.attempt(backend, request)
         if self.budget is not None:
-            self.budget.settle(reserved, self.budget.price.cost_of(completion.usage) if completion else 0.0)
+            answered = completion is not None and completion.error is None
+            self.budget.settle(reserved, completion.usage if answered and completion else None)
         if completion is not None:
             self.finish(completion)
 
@@ -193,43 +192,47 @@ class _Dispatcher:
         try:
             return await self.send_with_retries(backend, request)
         except PermanentError as e:
-            if e.fatal or not self.succeeded:
-                # 401/403/404, or a 400 before anything worked: every request would fail the same way.
+            if e.fatal:  # 401/403/404, or a 400 about the request's shape: every request would fail so
                 self.fatal = self.fatal or f"{backend.name} model {backend.model!r}: {e}"
-                current = asyncio.current_task()
-                for w in self.workers:
-                    if w is not current:
-                        w.cancel()
                 return None
-            return Completion(request.id, None, error=str(e))
-        except RetryableError as e:
-            tries = self.options.retry.max_retries + 1
-            return Completion(request.id, None, error=f"gave up after {tries} tries: {e}")
+            return Completion(request.id, None, error=str(e), deterministic_error=True)
         except Exception as e:  # an SDK surprise must not lose the query: record it, a rerun retries it
             return Completion(request.id, None, error=f"unexpected {type(e).__name__}: {e}")
 
     async def send_with_retries(self, backend: RemoteBackend, request: Request) -> Completion:
+        """An answer, or an error Completion once retries are spent; PermanentError passes through."""
         policy = self.options.retry
+        tries = malformed = 0
 
         def count_retry(state: RetryCallState) -> None:
             self.stats.retries += 1
 
+        def stop(state: RetryCallState) -> bool:
+            # No retry once the run is stopping; at most MALFORMED_TRIES unreadable replies per request.
+            return self.fatal is not None or malformed >= MALFORMED_TRIES or tries > policy.max_retries
+
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(policy.max_retries + 1),
-            wait=policy.wait,
-            retry=retry_if_exception_type(RetryableError),
-            before_sleep=count_retry,
-            reraise=True,
+            stop=stop, wait=policy.wait, retry=retry_if_exception_type(RetryableError), before_sleep=count_retry
         )
-        async for attempt in retrying:
-            with attempt:
-                self.stats.attempts += 1
-                try:
-                    async with asyncio.timeout(policy.timeout):
-                        return await backend.send(request)
-                except TimeoutError:
-                    raise RetryableError(f"no answer within {policy.timeout:g}s (--timeout)") from None
-        raise AssertionError("unreachable: tenacity reraises the last error")
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    tries += 1
+                    self.stats.attempts += 1
+                    try:
+                        async with asyncio.timeout(policy.timeout):
+                            return await backend.send(request)
+                    except TimeoutError:
+                        raise RetryableError(f"no answer within {policy.timeout:g}s (--timeout)") from None
+                    except MalformedReply:
+                        malformed += 1
+                        self.stats.malformed += 1
+                        raise
+        except RetryError as e:
+            last = e.last_attempt.exception()
+            why = "not retried: the run stopped" if self.fatal is not None else f"gave up after {tries} tries"
+            return Completion(request.id, None, error=f"{why}: {last}")
+        raise AssertionError("unreachable: tenacity returns or raises")
 
 
 async def _collect(

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import TYPE_CHECKING, Any
 
-from harness.calls import output_budget, price_of
+from harness.calls import output_budget, price_of, prompt_tokens
 from harness.data import pair_ids
 from harness.pricing import Price
 from harness.qa import answer_config, score_requests
-from harness.tokens import count_tokens
 from harness.types import RunConfig, Scored
 
 if TYPE_CHECKING:
@@ -58,9 +58,10 @@ def dry_run_estimate(config: RunConfig, prep: Prepared, price: Price | None) -> 
     estimate: dict[str, Any] = {"dry_run": True, "requests": 0, "prompt_tokens": 0, "max_output_tokens": 0}
     costs = []
     for step, cfg, requests, step_price in steps:
-        tokens, method = count_tokens([r.prompt for r in requests], cfg.model)
+        tokens, method = prompt_tokens(cfg, [r.prompt for r in requests])
         output = sum(output_budget(cfg, r) for r in requests)
-        cost = round(step_price.cost(tokens, output), 4) if step_price else None
+        # Rounded up, so that --max-cost set to this figure sends every request (harness/budget.py).
+        cost = math.ceil(step_price.cost(tokens, output) * 1e4 - 1e-9) / 1e4 if step_price else None
         estimate[step] = {"model": cfg.model, "requests": len(requests), "prompt_tokens": tokens, "max_cost_usd": cost}
         estimate["requests"] += len(requests)
         estimate["prompt_tokens"] += tokens

@@ -33,7 +33,7 @@ COMMAND_HELP = {
 EXIT_CODES = """exit status:
   0    every query has a prediction
   2    bad input: one `error:` line on stderr, nothing sent, nothing written
-  3    run folder written, but some requests failed (the same command again retries only those)
+  3    run folder written, but some requests failed (a sweep: in any cell); the same command again retries them
   130  interrupted (Ctrl-C, SIGINT)
   143  terminated (SIGTERM)"""
 
@@ -144,8 +144,8 @@ def add_decoding_args(g: argparse._ArgumentGroup) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="--chat: wrap the prompt in the model's chat template (one user message); --no-chat: raw text, "
-        "as the paper sent it to open models (default: the backend's: raw for vllm and hf, chat for the "
-        "chat-only hosted APIs)",
+        "as the paper sent it to open models (default: the backend's: raw for vllm, hf and --base-url servers, "
+        "chat for the chat-only hosted APIs and OpenAI's model names)",
     )
     g.add_argument(
         "--stop",

@@ -87,7 +87,7 @@ def reason_code(
     if error is not None:
         return "error"
     if parsed is None:
-        if refusal or finish_reason == "content_filter":
+        if refusal is not None or finish_reason == "content_filter":
             return "refusal"
         return "cut-off" if finish_reason == "length" else "no-number"
     if text is not None and is_echo(text):

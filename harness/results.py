@@ -6,14 +6,16 @@ import dataclasses
 import json
 import os
 import re
-import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.claims import Claim, claim
 from harness.types import Scored
+
+__all__ = ["Claim", "claim", "make_run_id", "read_samples", "sample_record", "write_atomic", "write_run"]
 
 
 def make_run_id(dataset: str, split: str, model: str, shots: int, prompt: str, when: datetime | None = None) -> str:
@@ -31,13 +33,27 @@ def sample_record(s: Scored) -> dict[str, Any]:
     return dataclasses.asdict(s) | {"shot_ids": list(s.shot_ids)}
 
 
+def umask() -> int:
+    """The process's file-creation mask (read without changing it where Linux allows)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Path, text: str) -> None:
-    """Write beside the target and rename over it, so a reader never sees half a file."""
+    """Write beside the target and rename over it, so a reader never sees half a file (with the user's mode)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600; a plain open() would have given this
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -52,14 +68,13 @@ def write_run(
     metrics: Mapping[str, Any] | None,
     test_predictions: Mapping[str, float] | None = None,
     extra_files: Mapping[str, str] | None = None,
+    claimed: Claim | None = None,
 ) -> Path:
-    """Stage the whole folder, then rename it into place: a killed run leaves no half-written results."""
-    results_dir.mkdir(parents=True, exist_ok=True)
-    final = results_dir / run_id
-    if final.exists():
-        raise FileExistsError(final)
-    staging = Path(tempfile.mkdtemp(prefix=f".{run_id}.", dir=results_dir))
+    """Stage the whole folder, then rename it onto the folder claimed at the start: a killed run leaves no
+    half-written results. Without `claimed`, the folder is claimed now (and must be free)."""
+    claimed = claimed or claim(results_dir, run_id, explicit=True)
     try:
+        staging = claimed.staging()
         (staging / "config.json").write_text(_json(config), encoding="utf-8")
         with open(staging / "samples.jsonl", "w", encoding="utf-8") as f:
             for s in samples:
@@ -70,11 +85,10 @@ def write_run(
             (staging / "test_predictions.json").write_text(json.dumps(test_predictions) + "\n", encoding="utf-8")
         for name, text in (extra_files or {}).items():  # e.g. answers.jsonl of the qa variants
             (staging / name).write_text(text, encoding="utf-8")
-        os.rename(staging, final)
+        return claimed.publish(staging)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        claimed.abandon()
         raise
-    return final
 
 
 def read_samples(run_dir: Path) -> list[dict[str, Any]]:

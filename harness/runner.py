@@ -33,7 +33,7 @@ from harness.qa import (
     make_answer_backend,
     score_requests,
 )
-from harness.results import make_run_id, write_run
+from harness.results import Claim, claim, make_run_id, write_run
 from harness.scoring import score
 from harness.types import Completion, Dataset, Example, HarnessError, Request, RunConfig, Scored
 from harness.validate import validate
@@ -147,13 +147,21 @@ def plan(config: RunConfig) -> Planned:
 def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
     """Evaluate one setting and write its run folder."""
     planned = planned or plan(config)
+    prompt_name = "qa-embed" if config.variant == "qa-embed" else Path(planned.prep.renderer.name).stem
+    name = config.run_id or make_run_id(config.dataset, _split_label(config), config.model, config.shots, prompt_name)
+    # Claimed before the first request: a results folder that cannot be written, or a --run-id in use,
+    # fails here, with nothing sent; two runs started together get different folders.
+    claimed = claim(config.results_dir, name, explicit=config.run_id is not None)
+    try:
+        return _run_claimed(config, planned, claimed)
+    except BaseException:
+        claimed.abandon()
+        raise
+
+
+def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResult:
     backend, prep, record, price = planned.backend, planned.prep, planned.record, planned.price
-    prompt_name = "qa-embed" if config.variant == "qa-embed" else Path(prep.renderer.name).stem
-    if config.run_id is not None and (config.results_dir / config.run_id).exists():
-        raise HarnessError(f"{config.results_dir / config.run_id} already exists: choose another --run-id")
-    run_id = config.run_id or _unused(
-        config.results_dir, make_run_id(config.dataset, _split_label(config), config.model, config.shots, prompt_name)
-    )
+    run_id = claimed.name
     if backend is None:
         estimate = dry_run_estimate(config, prep, price)
         samples = (
@@ -163,7 +171,7 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
                 placeholder_prompts(prep, config.max_tokens) if config.variant == "qa" else prep, None, config.seed
             )
         )
-        run_dir = write_run(config.results_dir, run_id, record, samples, estimate)
+        run_dir = write_run(config.results_dir, run_id, record, samples, estimate, claimed=claimed)
         return RunResult(run_dir, estimate)
 
     extra: dict[str, str] = {}
@@ -173,6 +181,11 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
         answers, extra["answers.jsonl"], answer_metrics = generate_answers(
             config, prep.answer_keys, prep.answer_requests
         )
+        spent = (answer_metrics.get("dispatch") or {}).get("spent_usd") or 0.0
+        if config.api.max_cost is not None:  # one --max-cost for the whole run: the answers took their share
+            config = dataclasses.replace(
+                config, api=dataclasses.replace(config.api, max_cost=config.api.max_cost - spent)
+            )
     if config.variant == "qa":
         requests, failed = score_requests(prep.queries, prep.shots, answers, prep.renderer, config.max_tokens)
         prep = dataclasses.replace(prep, requests=requests)
@@ -205,17 +218,8 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
             if predictions
             else "not written: " + _why_no_submission(samples, len(prep.dataset.examples))
         )
-    run_dir = write_run(config.results_dir, run_id, record, samples, metrics, predictions, extra)
+    run_dir = write_run(config.results_dir, run_id, record, samples, metrics, predictions, extra, claimed=claimed)
     return RunResult(run_dir, metrics)
-
-
-def _unused(results_dir: Path, run_id: str) -> str:
-    """The run id, with -2, -3, ... added when a run of the same setting started in the same second."""
-    n, candidate = 1, run_id
-    while (results_dir / candidate).exists():
-        n += 1
-        candidate = f"{run_id}-{n}"
-    return candidate
 
 
 def _split_label(config: RunConfig) -> str:

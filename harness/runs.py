@@ -87,7 +87,8 @@ class Run:
 
 def setting(config: dict[str, Any], name: str) -> Any:
     """One identity setting from config.json: top level, then `settings`, then what the harness did before
-    the setting existed (chat: API backends sent a chat message, vllm/hf say whether they applied a template)."""
+    the setting existed (chat: what the backend recorded -- vllm/hf whether they applied a template, API backends
+    whether they sent a chat message -- else, for old runs, API backends sent a chat message)."""
     settings = config.get("settings") or {}
     params = config.get("backend_params") or {}
     if name == "template":
@@ -99,6 +100,8 @@ def setting(config: dict[str, Any], name: str) -> Any:
     if name == "chat":
         if "chat_template" in params:  # vllm/hf record whether the chat template was applied
             return bool(params["chat_template"])
+        if isinstance(params.get("chat"), bool):  # API backends record whether they sent a chat message (raw: no)
+            return params["chat"]
         backend = config.get("backend")
         return True if backend in CHAT_BACKENDS else (settings.get("local") or {}).get("chat") if backend else None
     if name == "max_tokens":

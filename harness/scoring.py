@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
+from harness.calls import reply_fields
 from harness.data import pair_ids
 from harness.parsing import fallback_score, parse_score, reason_code, strict_score
 from harness.types import Completion, Scored
@@ -39,21 +41,20 @@ def score(prep: Prepared, completions: dict[str, Completion] | None, seed: int, 
         if c is not None:
             reason = reason_code(text, parsed, label_range, c.finish_reason, c.refusal, error)
         shot_ids = tuple(s.id for s in shots)
-        out.append(
-            Scored(
-                q.id,
-                req.prompt,
-                shot_ids,
-                text,
-                parsed,
-                valid,
-                prediction,
-                q.label,
-                error,
-                pairs.get(q.id),
-                reason,
-                parsed_strict,
-                prediction_strict,
-            )
+        scored = Scored(
+            q.id,
+            req.prompt,
+            shot_ids,
+            text,
+            parsed,
+            valid,
+            prediction,
+            q.label,
+            error,
+            pairs.get(q.id),
+            reason,
+            parsed_strict,
+            prediction_strict,
         )
+        out.append(dataclasses.replace(scored, **reply_fields(c)))  # finish reason, usage, served model, refusal
     return out

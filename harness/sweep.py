@@ -6,14 +6,13 @@ import dataclasses
 import itertools
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.claims import claim
 from harness.data import SPLITS
 from harness.types import HarnessError, RunConfig
 
@@ -29,12 +28,23 @@ class Cell:
     config_hash: str
     run_dir: Path
     reused: bool
+    errors: int = 0  # requests that failed for good (a reused cell has none)
+
+    @property
+    def label(self) -> str:
+        c = self.config
+        return f"{c.dataset} {c.model} {c.instr} k={c.shots}"
 
 
 @dataclass(frozen=True)
 class SweepResult:
     sweep_dir: Path
     cells: tuple[Cell, ...]
+
+    @property
+    def failed(self) -> tuple[Cell, ...]:
+        """Cells with failed requests: the sweep exits 3, like a single run, and a rerun retries them."""
+        return tuple(c for c in self.cells if c.errors)
 
 
 def split_grid(argv: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
@@ -109,7 +119,7 @@ def run_sweep(base: RunConfig, grid: dict[str, list[str]], log: Callable[[str], 
     done = {} if base.dry_run else finished_runs(base.results_dir)
     results = []
     for i, (config, config_hash) in enumerate(zip(configs, hashes, strict=True), start=1):
-        label = f"[{i}/{len(configs)}] {config.dataset} {config.model} {config.instr} k={config.shots}"
+        label = f"[{i}/{len(configs)}] {Cell(config, config_hash, Path(), False).label}"
         if config_hash in done:
             log(f"{label}: reused {done[config_hash]}")
             results.append(Cell(config, config_hash, done[config_hash], True))
@@ -117,7 +127,7 @@ def run_sweep(base: RunConfig, grid: dict[str, list[str]], log: Callable[[str], 
         result = run(config)
         done[config_hash] = result.run_dir
         log(f"{label}: {_summary(result.metrics)} -> {result.run_dir}")
-        results.append(Cell(config, config_hash, result.run_dir, False))
+        results.append(Cell(config, config_hash, result.run_dir, False, int(result.metrics.get("errors") or 0)))
     sweep_dir = _write_sweep(base, grid, results, write_report)
     return SweepResult(sweep_dir, tuple(results))
 
@@ -139,13 +149,9 @@ def _write_sweep(
     """Stage sweep.json and the report, then rename the folder into place."""
     results_dir = base.results_dir
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    final = results_dir / f"sweep-{stamp}"
-    n = 1
-    while final.exists():
-        n += 1
-        final = results_dir / f"sweep-{stamp}-{n}"
-    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=results_dir))
+    claimed = claim(results_dir, f"sweep-{stamp}", explicit=False)
     try:
+        staging = claimed.staging()
         record = {
             "created": stamp,
             "grid": {name: grid.get(name, [getattr(base, name)]) for name in GRID_OPTIONS.values()},
@@ -169,11 +175,10 @@ def _write_sweep(
         (staging / "sweep.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         if not base.dry_run:
             write_report([c.run_dir for c in results], staging / "report")
-        os.rename(staging, final)
+        return claimed.publish(staging)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        claimed.abandon()
         raise
-    return final
 
 
 def sweep_run_dirs(sweep_dir: Path) -> list[Path]:

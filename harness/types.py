@@ -51,18 +51,21 @@ class Usage:
 
 @dataclass(frozen=True)
 class Completion:
-    """A backend's answer to one request; `error` set (and `text` None) when it failed for good."""
+    """A backend's answer to one request; `error` set (and `text` None) when it failed for good.
+
+    A refusal is an answer: `text` is "" (scored as invalid) and `refusal` holds what the model said.
+    """
 
     request_id: str
     text: str | None
     error: str | None = None
     usage: Usage = Usage()
     cached: bool = False
-    finish_reason: str | None = None
-    refusal: str | None = None
-    served_model: str | None = None
-    truncated: bool = False
-    deterministic_error: bool = False
+    finish_reason: str | None = None  # "stop", "length", "content_filter", ... (Anthropic's mapped to these)
+    refusal: str | None = None  # the provider flagged a refusal: its text (text is then "")
+    served_model: str | None = None  # the `model` field of the reply: the snapshot that actually answered
+    truncated: bool = False  # the reply was over the size cap and was cut (harness/backends/base.py)
+    deterministic_error: bool = False  # e.g. context_length_exceeded: a rerun would fail the same way
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,11 @@ class Scored:
     reason: str | None = None  # parsing.reason_code: number, no-number, echo, out-of-range, refusal, cut-off, error
     parsed_strict: float | None = None  # --parse strict only: parsing.strict_score of the output
     prediction_strict: float | None = None  # --parse strict only: parsed_strict, or the same seeded fallback draw
+    finish_reason: str | None = None  # why the model stopped ("stop", "length", ...); None: not reported
+    usage: dict[str, int] | None = None  # {"input_tokens", "output_tokens"} of this answer; None: no answer
+    served_model: str | None = None  # the model id the server reported
+    refusal: str | None = None  # the refusal text, when the provider flagged one (the output is then invalid)
+    truncated: bool = False  # the reply was cut at the size cap
 
 
 @dataclass(frozen=True)
@@ -151,7 +159,9 @@ class RunConfig:
     progress: bool = True
     api: ApiOptions = field(default_factory=ApiOptions)
     local: LocalOptions = field(default_factory=LocalOptions)
-    chat: bool | None = None  # --chat / --no-chat; None: the backend's default
+    # --chat / --no-chat; None: the backend's default: raw text for local engines and OpenAI-compatible servers
+    # (as the paper sent open models), chat for hosted OpenAI and Anthropic (chat-only).
+    chat: bool | None = None
     stop: tuple[str, ...] = ()  # stop sequences (default none: the paper's protocol)
     max_tokens: int = 20  # output budget of each scoring request (Deshpande et al. 2023, App. A.3: 20)
     shot_sampler: str = "seeded"  # "seeded" (per query) or "reference" (the published script's one stream)

@@ -24,8 +24,8 @@ LOCAL_MODEL_BACKENDS = ("vllm", "hf", "sentence-transformers")  # a hub id or a 
 # Options whose implementation lands separately (issue 15): refused in one line until then, never ignored.
 SHOT_SAMPLERS_READY = ("seeded",)
 SCORINGS_READY = ("parsed",)
-STOP_READY: frozenset[str] = frozenset()  # backends that send --stop sequences
-RAW_OVER_HTTP_READY = False  # --no-chat to an OpenAI-compatible server's /v1/completions
+STOP_READY = frozenset({"openai", "anthropic"})  # backends that send --stop sequences
+RAW_OVER_HTTP_READY = True  # --no-chat to an OpenAI-compatible server's /v1/completions
 
 
 def validate(config: RunConfig) -> None:

@@ -1,14 +1,19 @@
 """A local stand-in for the OpenAI and Anthropic HTTP APIs (127.0.0.1 only), with injectable latency and faults.
 
-Speaks `POST /v1/chat/completions` and `POST /v1/embeddings` (OpenAI wire format) and `POST /v1/messages`
-(Anthropic wire format),
-so the real SDKs can be pointed at it with `base_url`. Every request is logged in `calls`; every reply
-delivered with status 200 and a model answer is logged in `answered`.
+Speaks `POST /v1/chat/completions`, `POST /v1/completions` (raw prompts), `POST /v1/embeddings` and
+`GET /v1/models` (OpenAI wire format; the model list only when `models` is given, else 404, as servers
+without one answer) and `POST /v1/messages` (Anthropic wire format), so the real SDKs can be pointed at it
+with `base_url`. Every request is logged in `calls`; every reply delivered with status 200 and a model
+answer is logged in `answered`.
 
 Faults come from `plan(prompt, attempt) -> action`, where `attempt` counts the requests seen so far for
 that prompt (0 for the first). Actions: "ok", "429" (with retry-after and retry-after-ms), "500", "529",
-"hang" (never answers), "malformed" (200 with a broken JSON body), "empty" (200, empty text), "refusal"
-(200, refusal text), "401", "400".
+"hang" (never answers), "slow" (answers after SLOW_SECONDS), "malformed" (200 with a broken JSON body),
+"utf8" (200, a body that is not UTF-8), "null" (200, content null and no refusal), "empty" (200, empty
+text), "refusal" (200, the provider's refusal: OpenAI's `refusal` field with content null, Anthropic's
+stop_reason "refusal"), "length" (200, finish_reason length), "huge" (200, a 2 MB reply), "leak" (200, a
+reply quoting the caller's key), "401", "400" (a 400 about this request), "400-context" (the prompt is over
+the context length, in the provider's words), "400-param" (a 400 naming a parameter: the request's shape).
 
 In tests: `with FakeServer(...) as server:` runs it on a background thread. For benchmarks, run it in
 its own process: `python tests/fake_server.py --latency 0.1` prints `port N` and serves until killed.
@@ -19,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
 import json
 import threading
 from collections.abc import Callable
@@ -28,15 +32,25 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fake_replies import (
+    HUGE_BYTES,
+    REFUSAL,
+    RETRY_AFTER_MS,
+    SLOW_SECONDS,
+    anthropic_reply,
+    bag_of_words,
+    chat_reply,
+    default_answer,
+    embeddings_reply,
+    fault,
+    models_list,
+    raw_reply,
+    reply_text,
+)
+
+__all__ = ["HUGE_BYTES", "REFUSAL", "RETRY_AFTER_MS", "FakeServer", "bag_of_words", "default_answer"]
+
 Plan = Callable[[str, int], str]
-REFUSAL = "I'm sorry, but I can't help with that request."
-RETRY_AFTER_MS = 20
-
-
-def default_answer(prompt: str) -> str:
-    """A deterministic score in [1.0, 5.0] from the prompt, phrased as a model might."""
-    h = int(hashlib.sha256(prompt.encode()).hexdigest(), 16)
-    return f"{1 + (h % 41) / 10:.1f}"
 
 
 def always_ok(prompt: str, attempt: int) -> str:
@@ -69,6 +83,9 @@ class FakeServer:
         api_key: str | None = None,
         hang_seconds: float = 30.0,
         log: bool = True,
+        models: list[str] | None = None,
+        served_model: str | None = None,
+        usage: Callable[[str, str], tuple[int, int]] | None = None,
     ) -> None:
         self.latency = latency
         self.plan = plan
@@ -76,6 +93,10 @@ class FakeServer:
         self.api_key = api_key  # when set, any other key gets a 401 that echoes it (as providers do)
         self.hang_seconds = hang_seconds
         self.log = log  # benchmarks turn logging off
+        self.models = models  # what GET /v1/models lists; None: 404 (a server without the list)
+        self.served_model = served_model  # the `model` of every reply; None: the model asked for
+        # (prompt, text) -> (input, output tokens) reported; default: their word counts
+        self.usage = usage or (lambda prompt, text: (len(prompt.split()), len(text.split())))
         self.calls: list[Call] = []
         self.answered: list[str] = []  # prompts answered with status 200 and a model answer
         self.attempts: dict[str, int] = {}
@@ -98,8 +119,10 @@ class FakeServer:
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._track])
         app.router.add_post("/v1/chat/completions", self._openai)
+        app.router.add_post("/v1/completions", self._raw)
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_get("/v1/models", self._models)
         return app
 
     async def serve(self, port: int = 0) -> None:
@@ -167,96 +190,58 @@ class FakeServer:
             assert self._stop is not None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), self.hang_seconds)
+        elif action == "slow":  # answers normally, after SLOW_SECONDS
+            await asyncio.sleep(SLOW_SECONDS)
+            action = "ok"
         elif self.latency:
             await asyncio.sleep(self.latency)
         return prompt, action, body | {"_key": key}
 
-    def _fault(self, action: str, key: str, anthropic: bool) -> web.Response | None:
-        kinds = {
-            "429": (429, "rate_limit_error", "Rate limit reached; slow down."),
-            "500": (500, "api_error", "Internal server error."),
-            "529": (529, "overloaded_error", "Overloaded."),
-            "400": (400, "invalid_request_error", "This request is not valid for this model."),
-            "401": (401, "authentication_error", f"Incorrect API key provided: {key}."),
-        }
-        if action == "malformed":
-            return web.Response(status=200, text='{"id": "x", "choices": [', content_type="application/json")
-        if action not in kinds:
-            return None
-        status, kind, message = kinds[action]
-        headers = {"retry-after": "1", "retry-after-ms": str(RETRY_AFTER_MS)} if status == 429 else {}
-        error = {"type": kind, "message": message}
-        body = {"type": "error", "error": error} if anthropic else {"error": error | {"code": None, "param": None}}
-        return web.json_response(body, status=status, headers=headers)
+    def _model(self, body: dict[str, Any]) -> str:
+        return self.served_model or body["model"]
 
-    def _text(self, prompt: str, action: str) -> str:
-        if action == "empty":
-            return ""
-        return REFUSAL if action == "refusal" else self.answer(prompt)
+    async def _answer(
+        self,
+        request: web.Request,
+        prompt_of: Callable[[dict[str, Any]], str],
+        build: Callable[..., dict],
+        anthropic: bool,
+    ) -> web.Response:
+        prompt, action, body = await self._begin(request, prompt_of)
+        error = fault(action, body["_key"], anthropic)
+        if error is not None:
+            return error
+        text = reply_text(action, self.answer(prompt), body["_key"])
+        if anthropic and action == "refusal":
+            text = REFUSAL  # Anthropic refuses in words, with stop_reason "refusal"
+        return self._reply(prompt, build(self._model(body), text, action, self.usage(prompt, text or "")))
 
     async def _openai(self, request: web.Request) -> web.Response:
-        prompt, action, body = await self._begin(request, lambda b: b["messages"][-1]["content"])
-        fault = self._fault(action, body["_key"], anthropic=False)
-        if fault is not None:
-            return fault
-        text = self._text(prompt, action)
-        usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split())}
-        reply = {
-            "id": "chatcmpl-fake",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": usage | {"total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]},
-        }
-        return self._reply(prompt, reply)
+        return await self._answer(request, lambda b: b["messages"][-1]["content"], chat_reply, anthropic=False)
+
+    async def _raw(self, request: web.Request) -> web.Response:
+        return await self._answer(request, lambda b: b["prompt"], raw_reply, anthropic=False)
 
     async def _anthropic(self, request: web.Request) -> web.Response:
-        prompt, action, body = await self._begin(request, _anthropic_prompt)
-        fault = self._fault(action, body["_key"], anthropic=True)
-        if fault is not None:
-            return fault
-        text = self._text(prompt, action)
-        reply = {
-            "id": "msg_fake",
-            "type": "message",
-            "role": "assistant",
-            "model": body["model"],
-            "content": [{"type": "text", "text": text}] if text else [],
-            "stop_reason": "refusal" if action == "refusal" else "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": len(prompt.split()), "output_tokens": len(text.split())},
-        }
-        return self._reply(prompt, reply)
+        return await self._answer(request, _anthropic_prompt, anthropic_reply, anthropic=True)
+
+    async def _models(self, request: web.Request) -> web.Response:
+        if self.models is None:
+            return web.json_response({"error": {"message": "Not Found", "type": "not_found"}}, status=404)
+        return web.json_response(models_list(self.models))
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         prompt, action, body = await self._begin(request, _embedding_input)
-        fault = self._fault(action, body["_key"], anthropic=False)
-        if fault is not None:
-            return fault
+        error = fault(action, body["_key"], anthropic=False)
+        if error is not None:
+            return error
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        data = [{"object": "embedding", "index": i, "embedding": bag_of_words(t)} for i, t in enumerate(texts)]
-        tokens = sum(len(t.split()) for t in texts)
-        reply = {
-            "object": "list",
-            "data": data,
-            "model": body["model"],
-            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-        }
-        return self._reply(prompt, reply)
+        return self._reply(prompt, embeddings_reply(body["model"], texts))
 
     def _reply(self, prompt: str, reply: dict[str, Any]) -> web.Response:
         if self.log:
             self.answered.append(prompt)
         return web.Response(text=json.dumps(reply), content_type="application/json")
-
-
-def bag_of_words(text: str, dims: int = 32) -> list[float]:
-    """A deterministic embedding: hashed word counts, so answers sharing words point the same way."""
-    vector = [0.0] * dims
-    for word in text.lower().split():
-        vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % dims] += 1.0
-    return vector
 
 
 def _embedding_input(body: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ import pytest
 
 from harness.backends import make_backend
 from harness.backends.anthropic import AnthropicBackend
-from harness.backends.base import PermanentError, RetryableError, retry_after_seconds
+from harness.backends.base import MalformedReply, PermanentError, RetryableError, retry_after_seconds
 from harness.backends.openai import OpenAIBackend, is_reasoning_model
 from harness.cache import ResponseCache
 from harness.cli import main
@@ -100,8 +100,18 @@ def test_anthropic_greedy_pins_the_old_api_version_and_sends_temperature_0() -> 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 def test_empty_and_refusal_replies_are_answers(kind: str) -> None:
     with FakeServer(plan=lambda p, a: "empty" if "empty" in p else "refusal") as server:
-        assert send(make(kind, server), Request("0", "empty one")).text == ""
-        assert send(make(kind, server), Request("1", "other")).text == REFUSAL
+        empty = send(make(kind, server), Request("0", "empty one"))
+        refused = send(make(kind, server), Request("1", "other"))
+    assert (empty.text, empty.refusal, empty.finish_reason) == ("", None, "stop")
+    # A refusal is the model's answer: no text to parse (invalid), the refusal's words kept beside it.
+    assert (refused.text, refused.refusal) == ("", REFUSAL)
+    assert refused.finish_reason == ("stop" if kind == "openai" else "refusal")
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_content_null_without_a_refusal_is_a_malformed_reply(kind: str) -> None:
+    with FakeServer(plan=lambda p, a: "null") as server, pytest.raises(MalformedReply):
+        send(make(kind, server))
 
 
 # --- how failures are classified -----------------------------------------------------------------
@@ -123,16 +133,25 @@ def test_hung_request_is_a_retryable_timeout(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
-def test_malformed_json_is_a_permanent_error(kind: str) -> None:
-    with FakeServer(plan=lambda p, a: "malformed") as server, pytest.raises(PermanentError, match="malformed"):
+@pytest.mark.parametrize("fault", ["malformed", "utf8"])
+def test_unreadable_reply_is_a_retryable_malformed_reply(kind: str, fault: str) -> None:
+    with FakeServer(plan=lambda p, a: fault) as server, pytest.raises(MalformedReply, match="malformed"):
         send(make(kind, server))
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
-def test_400_fails_fast_with_the_providers_message(kind: str) -> None:
-    with FakeServer(plan=lambda p, a: "400") as server, pytest.raises(PermanentError) as err:
+@pytest.mark.parametrize(
+    ("fault", "fatal", "start"),
+    [
+        ("400", False, "bad_request: HTTP 400: This request is not valid"),
+        ("400-context", False, "context_length_exceeded: HTTP 400: "),
+        ("400-param", True, "HTTP 400: "),
+    ],
+)
+def test_a_400_is_classified_by_what_the_provider_said(kind: str, fault: str, fatal: bool, start: str) -> None:
+    with FakeServer(plan=lambda p, a: fault) as server, pytest.raises(PermanentError) as err:
         send(make(kind, server))
-    assert str(err.value) == "HTTP 400: This request is not valid for this model." and not err.value.fatal
+    assert str(err.value).startswith(start) and err.value.fatal is fatal
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
@@ -217,11 +236,13 @@ def test_kill_9_then_rerun_sends_only_what_is_missing_and_matches_an_uninterrupt
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        assert len(ResponseCache(cache_file)) == first and not (tmp_path / "res" / "killed").exists()
+        # No results: at most the folder claimed at the start, still empty.
+        assert len(ResponseCache(cache_file)) == first and not any((tmp_path / "res" / "killed").glob("*"))
 
         server.plan = always_ok
         before = len(server.calls)
         assert main(eval_args(csts_dir, tmp_path / "res", "resumed", server)) == 0
+        assert not (tmp_path / "res" / "killed").exists()  # the dead run's empty claim was cleaned up
         resent = server.received()[before:]
         assert not set(resent) & answered_first, "a request answered before the kill was sent again"
         assert len(resent) == len(set(resent)) == 24 - first
@@ -241,7 +262,8 @@ def test_prompts_received_are_the_rendered_ones_and_outputs_are_scored(csts_dir:
     sent = {c.body["messages"][0]["content"] for c in s.calls}
     assert sent == {x["prompt"] for x in samples}
     refused = {c.prompt for c in s.calls if c.action == "refusal"}
-    assert all((x["output"] == REFUSAL) == (x["prompt"] in refused) for x in samples)
+    assert all((x["refusal"] == REFUSAL) == (x["prompt"] in refused) for x in samples)
+    assert all(x["output"] == "" and not x["valid"] for x in samples if x["prompt"] in refused)
     assert metrics["invalid"] == len(refused) > 0 and metrics["errors"] == 0
 
 

@@ -46,6 +46,11 @@ def test_offline_stsb_run_writes_a_complete_folder(tmp_path: Path, capsys: pytes
         "reason",
         "parsed_strict",
         "prediction_strict",
+        "finish_reason",
+        "usage",
+        "served_model",
+        "refusal",
+        "truncated",
     }
     assert all(len(s["shot_ids"]) == 2 and s["valid"] and s["reason"] == "number" for s in samples)
     metrics = json.loads((run_dir / "metrics.json").read_text())

@@ -18,7 +18,7 @@ from harness.cache import ResponseCache
 from harness.dispatch import DispatchOptions, DispatchStats, RetryPolicy, complete_all
 from harness.pricing import Price
 from harness.types import Completion, HarnessError, Request
-from tests.fake_server import REFUSAL, FakeServer, default_answer, fail_first
+from tests.fake_server import REFUSAL, FakeServer, always_ok, default_answer, fail_first
 
 FAST = RetryPolicy(max_retries=4, timeout=5.0, backoff_initial=0.01, backoff_max=0.05)
 KEY = "sk-test-0123456789"
@@ -29,7 +29,7 @@ def requests(n: int, tag: str = "q") -> list[Request]:
 
 
 def backend(server: FakeServer, **kw: object) -> OpenAIBackend:
-    return OpenAIBackend("gpt-4o", KEY, [server.openai_url], **kw)  # type: ignore[arg-type]
+    return OpenAIBackend("gpt-4o", KEY, [server.openai_url], **({"chat": True} | kw))  # type: ignore[arg-type]
 
 
 def run(server: FakeServer, reqs: Sequence[Request], **options: object) -> tuple[dict[str, Completion], DispatchStats]:
@@ -86,14 +86,33 @@ def test_exhausted_retries_are_errors_not_invalid_outputs_and_are_not_cached(tmp
     assert all(c.error is None for c in done.values()) and stats.cache_hits == 4
 
 
-def test_malformed_empty_and_refusal_are_each_accounted_for_once() -> None:
-    reqs = requests(9)
-    actions = {r.prompt: a for r, a in zip(reqs, ["malformed", "empty", "refusal"] * 3, strict=True)}
-    with FakeServer(plan=lambda p, a: "ok" if p == reqs[0].prompt else actions[p]) as server:
-        done, _ = run(server, reqs, concurrency=1)  # request 0 succeeds first, so a malformed reply is per-request
-    kinds = Counter("error" if c.error else repr(c.text) for c in done.values())
-    assert kinds == {"error": 2, "''": 3, repr(REFUSAL): 3, repr(default_answer(reqs[0].prompt)): 1}
-    assert all("malformed" in (c.error or "") for c in done.values() if c.error)
+def test_unreadable_replies_are_retried_then_that_requests_error_and_empty_or_refused_are_answers() -> None:
+    reqs = requests(12)
+    kinds = ["malformed", "utf8", "null", "empty", "refusal", "ok"] * 2
+    actions = {r.prompt: a for r, a in zip(reqs, kinds, strict=True)}
+    # The unreadable replies come first, four at a time: they must not stop the run or lose the others.
+    with FakeServer(plan=lambda p, a: actions[p]) as server:
+        done, stats = run(server, reqs, concurrency=4)
+    by_kind = {k: [done[r.id] for r in reqs if actions[r.prompt] == k] for k in set(kinds)}
+    for kind in ("malformed", "utf8", "null"):
+        assert all(c.text is None and "gave up after 3 tries" in (c.error or "") for c in by_kind[kind]), kind
+        assert all(not c.deterministic_error for c in by_kind[kind])
+    assert Counter(server.received())[reqs[0].prompt] == 3  # MALFORMED_TRIES, not max_retries + 1
+    assert all(c.text == "" and c.refusal is None and c.error is None for c in by_kind["empty"])
+    assert all(c.text == "" and c.refusal == REFUSAL and c.error is None for c in by_kind["refusal"])
+    assert all(c.text == default_answer(r.prompt) for r in reqs for c in [done[r.id]] if actions[r.prompt] == "ok")
+    assert stats.errors == 6 and stats.malformed == 18
+
+
+def test_unreadable_replies_are_never_cached_and_the_rerun_asks_again(tmp_path: Path) -> None:
+    reqs = requests(4)
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    with FakeServer(plan=lambda p, a: "null" if p == reqs[1].prompt else "ok") as server:
+        done, _ = run(server, reqs, cache=cache)
+        assert done["1"].error and len(cache) == 3
+        server.plan = always_ok
+        done, stats = run(server, reqs, cache=cache)
+    assert done["1"].text == default_answer(reqs[1].prompt) and stats.cache_hits == 3
 
 
 def test_bad_key_stops_the_run_with_one_line_without_the_key() -> None:
@@ -104,18 +123,39 @@ def test_bad_key_stops_the_run_with_one_line_without_the_key() -> None:
     assert KEY not in message and "\n" not in message
 
 
-def test_400_before_any_success_stops_the_run() -> None:
-    with FakeServer(plan=lambda p, a: "400") as server, pytest.raises(HarnessError, match="HTTP 400"):
-        run(server, requests(5), concurrency=1)
-    assert len(server.calls) == 1  # failed fast: no retries, nothing more sent
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_400_naming_the_request_shape_stops_the_run_whatever_comes_first(concurrency: int) -> None:
+    reqs = requests(12)
+    shape = {reqs[5].prompt}  # neither first nor alone in flight at concurrency 4
+    server = FakeServer(latency=0.02, plan=lambda p, a: "400-param" if p in shape else "ok")
+    with server, pytest.raises(HarnessError, match="HTTP 400: Unsupported parameter"):
+        run(server, reqs, concurrency=concurrency)
+    assert Counter(server.received())[reqs[5].prompt] == 1  # a 400 is never retried
+    assert len(server.calls) < len(reqs)  # nothing new started after it
 
 
-def test_400_after_a_success_is_that_requests_error_only() -> None:
-    reqs = requests(4)
-    with FakeServer(plan=lambda p, a: "400" if p == reqs[2].prompt else "ok") as server:
-        done, _ = run(server, reqs, concurrency=1)
-    assert [i for i, c in done.items() if c.error] == ["2"]
-    assert "not valid for this model" in (done["2"].error or "")
+def test_answers_in_flight_when_the_run_stops_are_still_cached(tmp_path: Path) -> None:
+    reqs = requests(8)
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    # Request 0 fails at once, while 1-3 are still in flight (slow): their answers must be kept.
+    server = FakeServer(plan=lambda p, a: "400-param" if p == reqs[0].prompt else "slow")
+    with server, pytest.raises(HarnessError, match="answers received so far are cached"):
+        run(server, reqs, concurrency=4, cache=cache)
+    assert len(server.calls) == 4 and len(server.answered) == 3 and len(cache) == 3
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+@pytest.mark.parametrize("fault", ["400", "400-context"])
+def test_a_400_about_one_request_is_that_requests_error_whatever_comes_first(fault: str, concurrency: int) -> None:
+    reqs = requests(8)
+    bad = {reqs[0].prompt, reqs[3].prompt}  # the very first request among them
+    with FakeServer(plan=lambda p, a: fault if p in bad else "ok") as server:
+        done, stats = run(server, reqs, concurrency=concurrency)
+    assert [i for i, c in sorted(done.items()) if c.error] == ["0", "3"]
+    assert all(done[i].deterministic_error for i in ("0", "3")) and stats.deterministic_errors == 2
+    kind = "context_length_exceeded" if fault == "400-context" else "bad_request"
+    assert (done["0"].error or "").startswith(f"{kind}: HTTP 400: ")
+    assert Counter(server.received()) == Counter(r.prompt for r in reqs)  # each sent once: never retried
 
 
 def test_concurrency_limit_is_respected_and_reached() -> None:
@@ -127,10 +167,11 @@ def test_concurrency_limit_is_respected_and_reached() -> None:
 def test_max_cost_stops_before_exceeding_it() -> None:
     price = Price("test", input_per_mtok=1_000.0, output_per_mtok=1_000.0, source="test")
     reqs = requests(20)
-    worst = price.cost(len(reqs[0].prompt.encode()) + 16, 20)
+    count = lambda text: len(text.split()) + 7  # noqa: E731 - as the server bills: words, plus the chat wrapping
+    worst = price.cost(count(reqs[0].prompt), 20)
     limit = worst * 1.5  # the fake server's answers cost far less than the worst case: a few fit, not all
     with FakeServer() as server:
-        done, stats = run(server, reqs, concurrency=1, max_cost=limit, price=price)
+        done, stats = run(server, reqs, concurrency=1, max_cost=limit, price=price, count_prompt=count)
     assert stats.spent_usd is not None and 0 < stats.spent_usd <= limit
     sent = [c for c in done.values() if c.error is None]
     assert len(sent) == len(server.answered) and stats.not_sent_max_cost == len(reqs) - len(sent) > 0

@@ -66,6 +66,7 @@ REASON_CASES = [
     ("The two sentences both describe", "length", None, None, "cut-off"),
     ("3.5 because the two sentences both describe", "length", None, None, "number"),  # a number: not cut off
     ("", "stop", "I can't help with that.", None, "refusal"),
+    ("", "stop", "", None, "refusal"),  # a refusal field, even an empty one, is a refusal (not no-number)
     ("", "content_filter", None, None, "refusal"),
     (None, None, None, "HTTP 500 after 9 attempts", "error"),
     ("Sentence 1: A man is playing a guitar.", "length", None, None, "echo"),

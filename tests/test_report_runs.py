@@ -29,6 +29,8 @@ OLD_HF = {"backend": "hf", "backend_params": {"chat_template": False}, "settings
         (OLD_OPENAI | {"chat": False}, "chat", False),  # a newer config.json says so itself
         (OLD_OPENAI | {"settings": {"chat": False}}, "chat", False),
         (OLD_OPENAI | {"settings": {"chat": None}}, "chat", True),  # None: the backend's default
+        # the backend's default for an OpenAI-compatible server is raw text: its backend_params say so
+        (OLD_OPENAI | {"settings": {"chat": None}, "backend_params": {"chat": False}}, "chat", False),
         ({"settings": {"stop": []}}, "stop", None),
         ({"stop": ["\n"]}, "stop", ["\n"]),
         ({"limit": None, "settings": {"limit": None}}, "limit", None),

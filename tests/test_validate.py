@@ -96,8 +96,8 @@ def test_choices_and_options_not_yet_available_are_refused(changes: dict[str, An
     [
         ({"model": "gpt-4o", "chat": False}, "--no-chat: openai models are chat-only"),
         ({"model": "claude-sonnet-4-6", "chat": False}, "--no-chat: anthropic models are chat-only"),
-        ({"model": "m", "chat": False, "api_base_urls": ("http://127.0.0.1:9/v1",)}, "/v1/completions"),
-        ({"model": "gpt-4o", "stop": ("\n",)}, "--stop: the openai backend does not send stop sequences"),
+        ({"model": "m", "backend": "vllm", "stop": ("\n",)}, "--stop: the vllm backend does not send stop sequences"),
+        ({"model": "m", "backend": "hf", "stop": ("\n",)}, "--stop: the hf backend does not send stop sequences"),
     ],
 )
 def test_decoding_options_a_backend_cannot_honour_are_refused(changes: dict[str, Any], message: str) -> None:
@@ -108,6 +108,12 @@ def test_decoding_options_a_backend_cannot_honour_are_refused(changes: dict[str,
 def test_chat_on_a_chat_api_and_anything_on_an_offline_baseline_pass() -> None:
     validate(_with(model="gpt-4o", chat=True))
     validate(_with(chat=False, stop=("\n",)))  # baselines read the prompt as text; nothing is generated
+
+
+def test_raw_prompts_to_a_server_and_stop_sequences_on_api_backends_pass() -> None:
+    validate(_with(model="m", chat=False, api_base_urls=("http://127.0.0.1:9/v1",)))  # /v1/completions
+    validate(_with(model="gpt-4o", stop=("\n",)))
+    validate(_with(model="claude-sonnet-4-6", stop=("\n", "Sentence")))
 
 
 @pytest.mark.parametrize(

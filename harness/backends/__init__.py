@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from harness.backends.base import Backend
+from harness.backends.base import PLACEHOLDER_KEY, Backend
 from harness.backends.hf import HFBackend
 from harness.backends.offline import OverlapScorer, RandomScorer
 from harness.backends.vllm import VllmBackend
@@ -38,19 +38,43 @@ def backend_for(model: str, base_urls: Sequence[str] = ()) -> str:
     )
 
 
+def backend_name(config: RunConfig) -> str:
+    """The run's backend: --backend, else what the model name (and --base-url) implies."""
+    return config.backend or backend_for(config.model, config.api.base_urls)
+
+
+def chat_mode(config: RunConfig) -> bool:
+    """Whether prompts go out as a chat message (--chat / --no-chat, else the backend's default): hosted APIs
+    (and OpenAI's model names anywhere) are chat; OpenAI-compatible servers and local engines get raw text,
+    as the paper sent open models."""
+    if config.chat is not None:
+        return config.chat
+    try:
+        name = backend_name(config)
+    except HarnessError:
+        return False
+    if name == "openai":
+        from harness.backends.openai import default_chat
+
+        return default_chat(config.model, config.api.base_urls)
+    return name == "anthropic"
+
+
 def _api_key(backend: str, base_urls: tuple[str, ...]) -> str:
     """The key from the environment; a placeholder only for a server of your own (--base-url)."""
     key = os.environ.get(_KEYS[backend], "").strip()
     if key:
         return key
     if base_urls:
-        return "EMPTY"  # vllm serve, llama.cpp & co. accept any key unless started with one
+        return PLACEHOLDER_KEY  # vllm serve, llama.cpp & co. accept any key unless started with one
     raise HarnessError(f"{_KEYS[backend]} is not set: the {backend} backend needs an API key")
 
 
 def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend:
     """Build the run's backend; fails in one line before any work when it cannot be used."""
-    name = config.backend or backend_for(config.model, config.api.base_urls)
+    name = backend_name(config)
+    if config.stop and name not in ("openai", "anthropic"):
+        raise HarnessError(f"--stop is sent by the API backends (openai, anthropic), not by {name}")
     match name:
         case "offline":
             if config.model == "random":
@@ -64,7 +88,7 @@ def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend
             from harness.backends.openai import OpenAIBackend
 
             api = config.api
-            return OpenAIBackend(
+            backend = OpenAIBackend(
                 config.model,
                 _api_key(name, api.base_urls),
                 api.base_urls,
@@ -72,7 +96,13 @@ def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend
                 reasoning=api.reasoning,
                 reasoning_tokens=api.reasoning_tokens,
                 reasoning_effort=api.reasoning_effort,
+                chat=config.chat,
+                stop=config.stop,
+                max_tokens=config.max_tokens,
             )
+            if api.base_urls:
+                backend.check_model()  # a server that lists its models must list this one
+            return backend
         case "anthropic":
             from harness.backends.anthropic import AnthropicBackend
 
@@ -83,6 +113,9 @@ def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend
                 api.base_urls,
                 timeout=api.timeout,
                 greedy=api.anthropic_greedy,
+                chat=config.chat,
+                stop=config.stop,
+                max_tokens=config.max_tokens,
             )
         case "vllm":
             return VllmBackend(config.model, config.local, seed=config.seed)
@@ -95,7 +128,7 @@ def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend
 def make_embedding_backend(config: RunConfig) -> Backend:
     """The qa-embed variant's embedding model: OpenAI's embeddings API (or a compatible server), or a local
     sentence-transformers model (`--backend sentence-transformers --model DIR`)."""
-    name = config.backend or backend_for(config.model, config.api.base_urls)
+    name = backend_name(config)
     match name:
         case "openai":
             from harness.backends.embeddings import OpenAIEmbeddingBackend

@@ -6,7 +6,8 @@ default we send none and the model samples at its default: decoding is NOT deter
 describe() says so. `--anthropic-greedy` asks for greedy decoding the one way still supported: pin the
 request to API version 2023-06-01 and send `temperature: 0` in the body (extra_body). Models that no
 longer accept sampling parameters at all (Opus 4.7 and later, generation-5 models) answer that with a
-400, and the run stops with their message.
+400, and the run stops with their message. The Messages API is chat-only: `--no-chat` is refused.
+Stop reasons are recorded in OpenAI's words (end_turn, stop_sequence -> stop; max_tokens -> length).
 """
 
 from __future__ import annotations
@@ -19,16 +20,19 @@ from anthropic import AsyncAnthropic
 
 from harness.backends.base import (
     ClientPool,
-    PermanentError,
+    MalformedReply,
     RetryableError,
+    clean_reply,
     one_attempt_each,
     redact,
     status_error,
     timeout_error,
 )
-from harness.types import Completion, Request, Usage
+from harness.types import Completion, HarnessError, Request, Usage
 
 LEGACY_API_VERSION = "2023-06-01"  # the last API version that accepts temperature
+ENDPOINT = "/v1/messages"
+_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
 
 def http_client() -> anthropic.DefaultAioHttpClient | None:
@@ -52,10 +56,21 @@ class AnthropicBackend:
         base_urls: Sequence[str] = (),
         timeout: float = 120.0,
         greedy: bool = False,
+        chat: bool | None = None,
+        stop: Sequence[str] = (),
+        max_tokens: int = 20,
     ) -> None:
+        if chat is False:
+            raise HarnessError(
+                f"--no-chat: Anthropic models are chat-only ({model!r}): the Messages API takes messages"
+            )
         self.model = model
         self._key = api_key
         self.greedy = greedy
+        self.chat = True
+        self.stop = list(stop)
+        self.max_tokens = max_tokens  # what describe() records; each Request carries its own
+        self.endpoint = ENDPOINT
         headers = {"anthropic-version": LEGACY_API_VERSION} if greedy else None
         urls: Sequence[str | None] = list(base_urls) or [None]
         self.clients = [
@@ -72,19 +87,26 @@ class AnthropicBackend:
         self.base_urls = [str(c.base_url) for c in self.clients]
         self.pool = ClientPool(self.clients)
 
-    def params(self, request: Request) -> dict[str, Any]:
-        """The decoding fields of the request body (temperature only in greedy mode, via extra_body)."""
-        params: dict[str, Any] = {"max_tokens": request.max_tokens}
+    def body(self, request: Request) -> dict[str, Any]:
+        """The exact JSON body sent to `endpoint` (temperature only in greedy mode)."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": request.prompt}],
+            "max_tokens": request.max_tokens,
+        }
         if self.greedy:
-            params["extra_body"] = {"temperature": request.temperature}
-        return params
+            body["temperature"] = request.temperature
+        if self.stop:
+            body["stop_sequences"] = list(self.stop)
+        return body
 
     def describe(self) -> dict[str, object]:
-        sent: dict[str, object] = {"max_tokens": Request("", "").max_tokens}
-        if self.greedy:
-            sent["temperature"] = Request("", "").temperature
+        body = self.body(Request("", "", max_tokens=self.max_tokens))
+        sent = {k: v for k, v in body.items() if k not in ("model", "messages")}
         return {
             "api": "messages",
+            "endpoint": self.endpoint,
+            "chat": True,
             "base_urls": sorted(self.base_urls),
             "messages": "one user message holding the rendered prompt",
             "api_version": self.clients[0].default_headers.get("anthropic-version"),
@@ -102,25 +124,40 @@ class AnthropicBackend:
         return request.max_tokens
 
     async def send(self, request: Request) -> Completion:
+        body = self.body(request)
+        # This SDK's messages.create has no temperature argument: it travels in extra_body.
+        extra = {"temperature": body.pop("temperature")} if "temperature" in body else None
         try:
             with self.pool.lease() as client:
-                response = await client.messages.create(
-                    model=self.model, messages=[{"role": "user", "content": request.prompt}], **self.params(request)
-                )
+                response = await client.messages.create(**body, extra_body=extra)
         except anthropic.APIStatusError as e:
             message = redact(e.api_message or e.message, self._key)
-            raise status_error(e.status_code, message, e.response.headers) from None
+            raise status_error(e.status_code, message, e.response.headers, sent=self.body(request)) from None
         except anthropic.APITimeoutError as e:
             raise timeout_error(e, self._key) from None
         except anthropic.APIConnectionError as e:
             raise RetryableError(f"connection error: {redact(str(e), self._key)}") from None
-        except (anthropic.APIResponseValidationError, ValueError) as e:  # ValueError: a body that is not JSON
-            raise PermanentError(f"malformed response: {redact(str(e), self._key)[:200]}") from None
-        # A refusal (stop_reason "refusal") is still an answer: its text, if any, is scored as invalid.
-        text = "".join(getattr(block, "text", "") for block in response.content or [] if block.type == "text")
+        except (anthropic.APIResponseValidationError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
+            raise MalformedReply(f"malformed reply: {redact(str(e), self._key)[:200]}") from None
+        if response.content is None:
+            raise MalformedReply("malformed reply: no content")
+        text = "".join(getattr(block, "text", "") for block in response.content if block.type == "text")
+        stop = response.stop_reason
+        refusal = None
+        if stop == "refusal":  # the model declined: an answer (scored invalid), its words kept
+            refusal, text = clean_reply(text or "stop_reason: refusal", self._key)[0], ""
+        text, truncated = clean_reply(text, self._key)
         usage = response.usage
         tokens = Usage(usage.input_tokens or 0, usage.output_tokens or 0) if usage else Usage()
-        return Completion(request.id, text, usage=tokens)
+        return Completion(
+            request.id,
+            text,
+            usage=tokens,
+            finish_reason=_FINISH.get(stop, stop) if stop else None,
+            refusal=refusal,
+            served_model=getattr(response, "model", None),
+            truncated=truncated,
+        )
 
     def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
         """One attempt per request, in order (harness/dispatch.py calls `send` with retries instead)."""

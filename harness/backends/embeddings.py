@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
-from harness.backends.base import PermanentError
+from harness.backends.base import MalformedReply
 from harness.backends.openai import OpenAIBackend, sdk_errors
 from harness.types import Completion, HarnessError, Request, Usage
 
@@ -19,6 +20,14 @@ class OpenAIEmbeddingBackend(OpenAIBackend):
 
     name = "openai-embeddings"
 
+    @property
+    def endpoint(self) -> str:
+        return "/v1/embeddings"
+
+    def body(self, request: Request) -> dict[str, Any]:
+        """The exact JSON body sent to `endpoint`."""
+        return {"model": self.model, "input": [request.prompt]}
+
     def describe(self) -> dict[str, object]:
         return {"api": "embeddings", "base_urls": sorted(self.base_urls), "deterministic": True}
 
@@ -26,10 +35,11 @@ class OpenAIEmbeddingBackend(OpenAIBackend):
         return 0  # embeddings bill input tokens only
 
     async def send(self, request: Request) -> Completion:
-        with self.pool.lease() as client, sdk_errors(self._key):
-            response = await client.embeddings.create(model=self.model, input=[request.prompt])
+        body = self.body(request)
+        with self.pool.lease() as client, sdk_errors(self._key, body):
+            response = await client.embeddings.create(**body)
         if not response.data:
-            raise PermanentError("malformed response: no embedding in the reply")
+            raise MalformedReply("malformed reply: no embedding in the reply")
         tokens = response.usage.prompt_tokens if response.usage else 0
         return Completion(request.id, json.dumps(response.data[0].embedding), usage=Usage(tokens or 0, 0))
 

@@ -1,10 +1,14 @@
-"""OpenAI Chat Completions via AsyncOpenAI, or any OpenAI-compatible server (vllm serve, llama.cpp, a gateway).
+"""OpenAI via AsyncOpenAI, or any OpenAI-compatible server (vllm serve, llama.cpp, transformers serve, a gateway).
 
-One user message holding the rendered prompt, temperature 0 and a 20-token budget, as in the paper
-(Deshpande et al. 2023, App. A.3). Reasoning models (o1, o3, o4, gpt-5 ...) reject `temperature` and
-`max_tokens` and bill their hidden reasoning inside `max_completion_tokens`, so for them we send only
-`max_completion_tokens` (large enough to leave room for an answer) and say so in describe().
-Several base URLs spread the load: each attempt goes to the server with the fewest requests in flight.
+Two ways to send a prompt (`chat`): one user message to `/v1/chat/completions`, or the rendered prompt
+verbatim to `/v1/completions` (raw, as the paper sent open models: no chat template, no system prompt).
+Hosted OpenAI models are chat-only; a compatible server defaults to raw, so `vllm serve` and the offline
+vLLM engine see the same prompt tokens (OpenAI's own model names stay chat behind a gateway too).
+Temperature 0 and a 20-token budget, as in the paper (Deshpande et al. 2023, App. A.3). Reasoning models
+(o1, o3, o4, gpt-5 ...) reject `temperature` and `max_tokens` and bill their hidden reasoning inside
+`max_completion_tokens`, so for them we send only `max_completion_tokens` (large enough to leave room for an
+answer) and say so in describe(). Several base URLs spread the load:
+each attempt goes to the server with the fewest requests in flight.
 """
 
 from __future__ import annotations
@@ -19,18 +23,22 @@ from openai import AsyncOpenAI
 
 from harness.backends.base import (
     ClientPool,
+    MalformedReply,
     PermanentError,
     RetryableError,
+    clean_reply,
     one_attempt_each,
     redact,
     status_error,
     timeout_error,
 )
-from harness.types import Completion, Request, Usage
+from harness.types import Completion, HarnessError, Request, Usage
 
 # o1, o3-mini, o4-mini, gpt-5, gpt-5-mini ... but not gpt-5-chat-latest, which is a plain chat model.
 _REASONING = re.compile(r"^(o\d|gpt-5)(?!.*-chat)")
+_OPENAI_CHAT_NAMES = re.compile(r"^(gpt-|chatgpt|o\d)")
 DEFAULT_REASONING_TOKENS = 2048
+CHAT_ENDPOINT, RAW_ENDPOINT = "/v1/chat/completions", "/v1/completions"
 
 
 def http_client() -> openai.DefaultAioHttpClient | None:
@@ -42,13 +50,19 @@ def http_client() -> openai.DefaultAioHttpClient | None:
         return None
 
 
+def default_chat(model: str, base_urls: Sequence[str]) -> bool:
+    """Chat for hosted OpenAI and for OpenAI's own model names behind a gateway (chat-only models); raw text
+    for any other model on an OpenAI-compatible server, as the paper sent open models."""
+    return not base_urls or bool(_OPENAI_CHAT_NAMES.match(model))
+
+
 def is_reasoning_model(model: str) -> bool:
     """Whether the name is one of OpenAI's reasoning models (no temperature, reasoning billed as output)."""
     return bool(_REASONING.match(model))
 
 
 class OpenAIBackend:
-    """Chat Completions; one AsyncOpenAI client per base URL, SDK retries off (dispatch retries)."""
+    """Chat or (legacy) Completions; one AsyncOpenAI client per base URL, SDK retries off (dispatch retries)."""
 
     name = "openai"
     remote = True
@@ -62,12 +76,23 @@ class OpenAIBackend:
         reasoning: bool | None = None,
         reasoning_tokens: int = DEFAULT_REASONING_TOKENS,
         reasoning_effort: str | None = None,
+        chat: bool | None = None,
+        stop: Sequence[str] = (),
+        max_tokens: int = 20,
     ) -> None:
+        if chat is False and not base_urls:
+            raise HarnessError(
+                f"--no-chat: hosted OpenAI models are chat-only ({model!r}); raw prompts need an "
+                "OpenAI-compatible server (--base-url)"
+            )
         self.model = model
         self._key = api_key
         self.reasoning = is_reasoning_model(model) if reasoning is None else reasoning
         self.reasoning_tokens = reasoning_tokens
         self.reasoning_effort = reasoning_effort
+        self.chat = chat if chat is not None else default_chat(model, base_urls)
+        self.stop = list(stop)
+        self.max_tokens = max_tokens  # what describe() records; each Request carries its own
         urls: Sequence[str | None] = list(base_urls) or [None]  # None: the SDK's default (or OPENAI_BASE_URL)
         self.clients = [
             AsyncOpenAI(api_key=api_key, base_url=u, max_retries=0, timeout=timeout, http_client=http_client())
@@ -76,21 +101,39 @@ class OpenAIBackend:
         self.base_urls = [str(c.base_url) for c in self.clients]
         self.pool = ClientPool(self.clients)
 
+    @property
+    def endpoint(self) -> str:
+        return CHAT_ENDPOINT if self.chat else RAW_ENDPOINT
+
     def params(self, request: Request) -> dict[str, Any]:
         """The decoding fields of the request body."""
         if self.reasoning:
             params: dict[str, Any] = {"max_completion_tokens": self.reasoning_tokens}
             if self.reasoning_effort is not None:
                 params["reasoning_effort"] = self.reasoning_effort
-            return params
-        return {"max_tokens": request.max_tokens, "temperature": request.temperature}
+        else:
+            params = {"max_tokens": request.max_tokens, "temperature": request.temperature}
+        if self.stop:
+            params["stop"] = list(self.stop)
+        return params
+
+    def body(self, request: Request) -> dict[str, Any]:
+        """The exact JSON body sent to `endpoint` for this request (the one source of truth, batch files too)."""
+        prompt: dict[str, Any] = (
+            {"messages": [{"role": "user", "content": request.prompt}]} if self.chat else {"prompt": request.prompt}
+        )
+        return {"model": self.model, **prompt, **self.params(request)}
 
     def describe(self) -> dict[str, object]:
-        sent = self.params(Request("", ""))
+        sent = self.params(Request("", "", max_tokens=self.max_tokens))
         record: dict[str, object] = {
-            "api": "chat.completions",
+            "api": "chat.completions" if self.chat else "completions",
+            "endpoint": self.endpoint,
+            "chat": self.chat,
             "base_urls": sorted(self.base_urls),
-            "messages": "one user message holding the rendered prompt",
+            "messages": "one user message holding the rendered prompt"
+            if self.chat
+            else "none: the rendered prompt verbatim (no chat template)",
             "sent": sent,
             "reasoning_model": self.reasoning,
             "deterministic": sent.get("temperature") == 0.0,
@@ -107,42 +150,92 @@ class OpenAIBackend:
         return self.reasoning_tokens if self.reasoning else request.max_tokens
 
     async def send(self, request: Request) -> Completion:
-        with self.pool.lease() as client, sdk_errors(self._key):
-            response = await client.chat.completions.create(
-                model=self.model, messages=[{"role": "user", "content": request.prompt}], **self.params(request)
-            )
-        if not response.choices:
-            raise PermanentError("malformed response: no choices")
-        message = response.choices[0].message
-        text = message.content or getattr(message, "refusal", None) or ""  # a refusal is an answer (invalid)
-        usage = response.usage
+        body = self.body(request)
+        with self.pool.lease() as client, sdk_errors(self._key, body):
+            if self.chat:
+                response: Any = await client.chat.completions.create(**body)
+            else:
+                response = await client.completions.create(**body)
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise MalformedReply("malformed reply: no choices")
+        choice = choices[0]
+        finish = getattr(choice, "finish_reason", None)
+        refusal = None
+        if self.chat:
+            message = choice.message
+            text, refusal = message.content, getattr(message, "refusal", None)
+        else:
+            text = choice.text
+        if refusal is not None:  # the model declined: an answer (scored invalid), its words kept
+            refusal, _ = clean_reply(refusal, self._key)
+            text = ""
+        elif text is None:
+            if finish not in ("length", "content_filter"):
+                raise MalformedReply(f"malformed reply: no text and no refusal (finish_reason {finish!r})")
+            text = ""  # cut off before any text, or filtered: the model's (empty) answer
+        text, truncated = clean_reply(text, self._key)
+        usage = getattr(response, "usage", None)
         tokens = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else Usage()
-        return Completion(request.id, text, usage=tokens)
+        return Completion(
+            request.id,
+            text,
+            usage=tokens,
+            finish_reason=finish,
+            refusal=refusal,
+            served_model=getattr(response, "model", None),
+            truncated=truncated,
+        )
 
     def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
         """One attempt per request, in order (harness/dispatch.py calls `send` with retries instead)."""
         return one_attempt_each(self.send, requests)
+
+    def served_models(self) -> list[str] | None:
+        """The model ids every base URL lists at /v1/models; None where a server offers no such list."""
+        served: list[str] | None = None
+        for url in self.base_urls:
+            client = openai.OpenAI(api_key=self._key, base_url=url, max_retries=0, timeout=10.0)
+            try:
+                ids = [m.id for m in client.models.list()]
+            except (openai.APIError, ValueError, TypeError, AttributeError):
+                continue  # 404, unreachable, or an odd body: the run itself reports what matters
+            finally:
+                client.close()
+            served = ids if served is None else [m for m in served if m in ids]
+        return served
+
+    def check_model(self) -> None:
+        """Fail in one line when a server lists its models and this one is not among them."""
+        served = self.served_models()
+        if served is not None and self.model not in served:
+            shown = ", ".join(repr(m) for m in served[:10]) + (" ..." if len(served) > 10 else "")
+            raise HarnessError(
+                f"model {self.model!r} is not served at {', '.join(self.base_urls)}: it serves {shown or 'nothing'}"
+            )
 
     async def aclose(self) -> None:
         await self.pool.aclose()
 
 
 @contextlib.contextmanager
-def sdk_errors(key: str) -> Iterator[None]:
+def sdk_errors(key: str, body: dict[str, Any] | None = None) -> Iterator[None]:
     """Map the SDK's exceptions onto ours (retry or fail fast), with the key redacted from every message."""
     try:
         yield
     except openai.APIStatusError as e:
         message = redact(_provider_message(e), key)
-        if e.status_code == 429 and _code(e) == "insufficient_quota":
-            raise PermanentError(f"HTTP 429: {message}", fatal=True) from None
-        raise status_error(e.status_code, message, e.response.headers) from None
+        if e.status_code == 429 and _field(e, "code") == "insufficient_quota":
+            raise PermanentError(f"HTTP 429: {message}", fatal=True) from None  # no money: every request fails
+        raise status_error(
+            e.status_code, message, e.response.headers, _field(e, "code"), _field(e, "param"), body or ()
+        ) from None
     except openai.APITimeoutError as e:
         raise timeout_error(e, key) from None
     except openai.APIConnectionError as e:
         raise RetryableError(f"connection error: {redact(str(e), key)}") from None
-    except (openai.APIResponseValidationError, ValueError) as e:  # ValueError: a body that is not JSON
-        raise PermanentError(f"malformed response: {redact(str(e), key)[:200]}") from None
+    except (openai.APIResponseValidationError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
+        raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
 
 
 def _provider_message(e: openai.APIStatusError) -> str:
@@ -154,7 +247,8 @@ def _provider_message(e: openai.APIStatusError) -> str:
     return e.message
 
 
-def _code(e: openai.APIStatusError) -> str | None:
+def _field(e: openai.APIStatusError, name: str) -> str | None:
     body = e.body
     inner = body.get("error", body) if isinstance(body, dict) else None
-    return inner.get("code") if isinstance(inner, dict) else None
+    value = inner.get(name) if isinstance(inner, dict) else None
+    return str(value) if value is not None else None

@@ -1,0 +1,72 @@
+"""What a finished run prints: the metrics line (with notes), reason counts, the strict set, the submission,
+and for API runs cache, cost and failed-request warnings (stderr)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+
+def _fmt(value: object) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+HEADLINE = ("n", "invalid_pct", "out_of_range_pct", "spearman", "pearson", "spearman_valid", "pearson_valid", "mse")
+STRICT = ("invalid_strict_pct", "spearman_strict", "pearson_strict")
+
+
+def metrics_line(m: dict[str, Any], keys: Sequence[str]) -> str:
+    """`key=value` pairs; a correlation that could mislead carries its note: `spearman=None (n=1)`."""
+    parts = []
+    for k in keys:
+        if k in m:
+            note = m.get(f"{k}_note")
+            parts.append(f"{k}={_fmt(m[k])}" + (f" ({note})" if note else ""))
+    return "  ".join(parts)
+
+
+def print_dry_run(m: dict[str, Any]) -> None:
+    cost = f"${m['max_cost_usd']:.4f}" if m.get("max_cost_usd") is not None else "unknown (no price for model)"
+    print(
+        f"dry run: {m['requests']} requests, {m['prompt_tokens']} prompt tokens ({m['token_count']}), "
+        f"at most {m['max_output_tokens']} output tokens; cost at most {cost}; no model called"
+    )
+
+
+def print_summary(m: dict[str, Any]) -> None:
+    print(metrics_line(m, [*HEADLINE, "errors"]))
+    if m.get("reasons"):
+        print("reasons: " + "  ".join(f"{k}={v}" for k, v in m["reasons"].items()))
+    if "invalid_strict_pct" in m:
+        print("strict parse (not the paper's rule): " + metrics_line(m, STRICT))
+    if "submission" in m:
+        print(f"submission: {m['submission']}")
+    _report_api(m)
+
+
+def _report_api(m: dict) -> None:
+    """Cache, cost and failed requests of an API run (nothing for offline runs)."""
+    cache, usage, dispatch = m.get("cache"), m.get("usage", {}), m.get("dispatch", {})
+    if cache and cache["mode"] != "off":
+        print(f"cache: {cache['hits']} hits, {cache['misses']} misses")
+    if usage.get("cost_usd") is not None:
+        print(f"tokens: {usage['input_tokens']} in, {usage['output_tokens']} out; cost ${usage['cost_usd']:.4f}")
+    if not m.get("errors"):
+        return
+    steps = [dispatch, m.get("answers", {}).get("dispatch", {})]
+    fixed = sum(d.get("deterministic_errors", 0) for d in steps)
+    if fixed:
+        first = next(e for d in steps for e in d.get("first_deterministic_errors") or [])
+        print(
+            f"warning: {fixed} requests failed in a way a rerun repeats ({first}); shorten the prompts (fewer "
+            "--shots, a shorter --instr) or use a model with a longer context",
+            file=sys.stderr,
+        )
+    if m["errors"] > fixed:
+        first = next((e for d in steps for e in d.get("first_errors") or []), "see samples.jsonl")
+        print(
+            f"warning: {m['errors'] - fixed} queries have no prediction ({first}); "
+            "failed requests are not cached: rerun the same command to retry only those",
+            file=sys.stderr,
+        )

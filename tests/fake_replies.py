@@ -1,0 +1,135 @@
+"""What tests/fake_server.py answers: reply bodies in the OpenAI and Anthropic wire formats, and its faults.
+
+Pure functions of the action, the prompt and the request body, so the server module keeps only the HTTP
+machinery. Wire formats as the providers document them (and as the real SDKs parse them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from aiohttp import web
+
+REFUSAL = "I'm sorry, but I can't help with that request."
+RETRY_AFTER_MS = 20
+SLOW_SECONDS = 0.5
+HUGE_BYTES = 2_000_000
+CONTEXT_MESSAGE = {
+    False: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. "
+    "Please reduce the length of the messages.",
+    True: "prompt is too long: 210000 tokens > 200000 maximum",
+}
+PARAM_MESSAGE = {
+    False: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+    True: "max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens for this model",
+}
+
+
+def default_answer(prompt: str) -> str:
+    """A deterministic score in [1.0, 5.0] from the prompt, phrased as a model might."""
+    h = int(hashlib.sha256(prompt.encode()).hexdigest(), 16)
+    return f"{1 + (h % 41) / 10:.1f}"
+
+
+def bag_of_words(text: str, dims: int = 32) -> list[float]:
+    """A deterministic embedding: hashed word counts, so answers sharing words point the same way."""
+    vector = [0.0] * dims
+    for word in text.lower().split():
+        vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % dims] += 1.0
+    return vector
+
+
+def fault(action: str, key: str, anthropic: bool) -> web.Response | None:
+    """The error or unreadable reply an action asks for; None for actions that answer."""
+    kinds = {
+        "429": (429, "rate_limit_error", "Rate limit reached; slow down."),
+        "500": (500, "api_error", "Internal server error."),
+        "529": (529, "overloaded_error", "Overloaded."),
+        "400": (400, "invalid_request_error", "This request is not valid for this model."),
+        "400-context": (400, "invalid_request_error", CONTEXT_MESSAGE[anthropic]),
+        "400-param": (400, "invalid_request_error", PARAM_MESSAGE[anthropic]),
+        "401": (401, "authentication_error", f"Incorrect API key provided: {key}."),
+    }
+    if action == "malformed":
+        return web.Response(status=200, text='{"id": "x", "choices": [', content_type="application/json")
+    if action == "utf8":
+        body = b'{"id": "x", "object": "chat.completion", "choices": [{"text": "\xff\xfe 3.0"}]}'
+        return web.Response(status=200, body=body, content_type="application/json")
+    if action not in kinds:
+        return None
+    status, kind, message = kinds[action]
+    headers = {"retry-after": "1", "retry-after-ms": str(RETRY_AFTER_MS)} if status == 429 else {}
+    error = {"type": kind, "message": message}
+    code = {"400-context": "context_length_exceeded", "400-param": "unsupported_parameter"}.get(action)
+    param = {"400-context": "messages", "400-param": "max_tokens"}.get(action)
+    body = {"type": "error", "error": error} if anthropic else {"error": error | {"code": code, "param": param}}
+    return web.json_response(body, status=status, headers=headers)
+
+
+def reply_text(action: str, answer: str, key: str) -> str | None:
+    """The text an answering action returns (None: no content at all)."""
+    match action:
+        case "empty":
+            return ""
+        case "null" | "refusal":
+            return None
+        case "huge":
+            return "4.0 " + "x" * HUGE_BYTES
+        case "leak":
+            return f"3.0 (your key is {key})"
+    return answer
+
+
+def _usage(tokens_in: int, tokens_out: int) -> dict[str, int]:
+    return {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}
+
+
+def _finish(action: str) -> str:
+    return "length" if action == "length" else "stop"
+
+
+def chat_reply(model: str, text: str | None, action: str, usage: tuple[int, int]) -> dict[str, Any]:
+    message = {"role": "assistant", "content": text, "refusal": REFUSAL if action == "refusal" else None}
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish(action)}],
+        "usage": _usage(*usage),
+    }
+
+
+def raw_reply(model: str, text: str | None, action: str, usage: tuple[int, int]) -> dict[str, Any]:
+    return {
+        "id": "cmpl-fake",
+        "object": "text_completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": _finish(action)}],
+        "usage": _usage(*usage),
+    }
+
+
+def anthropic_reply(model: str, text: str | None, action: str, usage: tuple[int, int]) -> dict[str, Any]:
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": None if action == "null" else [{"type": "text", "text": text}] if text else [],
+        "stop_reason": {"refusal": "refusal", "length": "max_tokens"}.get(action, "end_turn"),
+        "stop_sequence": None,
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+    }
+
+
+def embeddings_reply(model: str, texts: list[str]) -> dict[str, Any]:
+    data = [{"object": "embedding", "index": i, "embedding": bag_of_words(t)} for i, t in enumerate(texts)]
+    tokens = sum(len(t.split()) for t in texts)
+    return {"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+
+
+def models_list(models: list[str]) -> dict[str, Any]:
+    return {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in models]}
