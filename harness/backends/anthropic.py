@@ -11,11 +11,13 @@ longer accept sampling parameters at all (Opus 4.7 and later, generation-5 model
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import anthropic
 from anthropic import AsyncAnthropic
+from anthropic.types import Message
 
 from harness.backends.base import (
     ClientPool,
@@ -44,6 +46,7 @@ class AnthropicBackend:
 
     name = "anthropic"
     remote = True
+    endpoint = "/v1/messages"
 
     def __init__(
         self,
@@ -72,12 +75,17 @@ class AnthropicBackend:
         self.base_urls = [str(c.base_url) for c in self.clients]
         self.pool = ClientPool(self.clients)
 
-    def params(self, request: Request) -> dict[str, Any]:
-        """The decoding fields of the request body (temperature only in greedy mode, via extra_body)."""
-        params: dict[str, Any] = {"max_tokens": request.max_tokens}
+    def body(self, request: Request) -> dict[str, Any]:
+        """The exact JSON body of one request: `send` posts it, the batch path (harness/batch) submits it as
+        a request's `params`. Temperature only in greedy mode (the SDK's create() has no argument for it)."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": request.prompt}],
+            "max_tokens": request.max_tokens,
+        }
         if self.greedy:
-            params["extra_body"] = {"temperature": request.temperature}
-        return params
+            body["temperature"] = request.temperature
+        return body
 
     def describe(self) -> dict[str, object]:
         sent: dict[str, object] = {"max_tokens": Request("", "").max_tokens}
@@ -102,25 +110,19 @@ class AnthropicBackend:
         return request.max_tokens
 
     async def send(self, request: Request) -> Completion:
-        try:
-            with self.pool.lease() as client:
-                response = await client.messages.create(
-                    model=self.model, messages=[{"role": "user", "content": request.prompt}], **self.params(request)
-                )
-        except anthropic.APIStatusError as e:
-            message = redact(e.api_message or e.message, self._key)
-            raise status_error(e.status_code, message, e.response.headers) from None
-        except anthropic.APITimeoutError as e:
-            raise timeout_error(e, self._key) from None
-        except anthropic.APIConnectionError as e:
-            raise RetryableError(f"connection error: {redact(str(e), self._key)}") from None
-        except (anthropic.APIResponseValidationError, ValueError) as e:  # ValueError: a body that is not JSON
-            raise PermanentError(f"malformed response: {redact(str(e), self._key)[:200]}") from None
+        body = self.body(request)
+        extra = {"temperature": body.pop("temperature")} if "temperature" in body else None
+        with self.pool.lease() as client, sdk_errors(self._key):
+            response = await client.messages.create(**body, extra_body=extra)
+        return self.completion_from(request.id, response)
+
+    def completion_from(self, request_id: str, response: Message) -> Completion:
+        """A reply as a Completion, whether it came one by one or in a batch's results."""
         # A refusal (stop_reason "refusal") is still an answer: its text, if any, is scored as invalid.
         text = "".join(getattr(block, "text", "") for block in response.content or [] if block.type == "text")
         usage = response.usage
         tokens = Usage(usage.input_tokens or 0, usage.output_tokens or 0) if usage else Usage()
-        return Completion(request.id, text, usage=tokens)
+        return Completion(request_id, text, usage=tokens)
 
     def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
         """One attempt per request, in order (harness/dispatch.py calls `send` with retries instead)."""
@@ -128,3 +130,19 @@ class AnthropicBackend:
 
     async def aclose(self) -> None:
         await self.pool.aclose()
+
+
+@contextlib.contextmanager
+def sdk_errors(key: str) -> Iterator[None]:
+    """Map the SDK's exceptions onto ours (retry or fail fast), with the key redacted from every message."""
+    try:
+        yield
+    except anthropic.APIStatusError as e:
+        message = redact(e.api_message or e.message, key)
+        raise status_error(e.status_code, message, e.response.headers) from None
+    except anthropic.APITimeoutError as e:
+        raise timeout_error(e, key) from None
+    except anthropic.APIConnectionError as e:
+        raise RetryableError(f"connection error: {redact(str(e), key)}") from None
+    except (anthropic.APIResponseValidationError, ValueError) as e:  # ValueError: a body that is not JSON
+        raise PermanentError(f"malformed response: {redact(str(e), key)[:200]}") from None

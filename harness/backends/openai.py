@@ -16,6 +16,7 @@ from typing import Any
 
 import openai
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletion
 
 from harness.backends.base import (
     ClientPool,
@@ -52,6 +53,7 @@ class OpenAIBackend:
 
     name = "openai"
     remote = True
+    endpoint = "/v1/chat/completions"  # the batch path names it in every JSONL line
 
     def __init__(
         self,
@@ -85,6 +87,10 @@ class OpenAIBackend:
             return params
         return {"max_tokens": request.max_tokens, "temperature": request.temperature}
 
+    def body(self, request: Request) -> dict[str, Any]:
+        """The exact JSON body of one request: `send` posts it, the batch path (harness/batch) uploads it."""
+        return {"model": self.model, "messages": [{"role": "user", "content": request.prompt}], **self.params(request)}
+
     def describe(self) -> dict[str, object]:
         sent = self.params(Request("", ""))
         record: dict[str, object] = {
@@ -108,16 +114,18 @@ class OpenAIBackend:
 
     async def send(self, request: Request) -> Completion:
         with self.pool.lease() as client, sdk_errors(self._key):
-            response = await client.chat.completions.create(
-                model=self.model, messages=[{"role": "user", "content": request.prompt}], **self.params(request)
-            )
+            response = await client.chat.completions.create(**self.body(request))
+        return self.completion_from(request.id, response)
+
+    def completion_from(self, request_id: str, response: ChatCompletion) -> Completion:
+        """A reply as a Completion, whether it came one by one or in a batch's output file."""
         if not response.choices:
             raise PermanentError("malformed response: no choices")
         message = response.choices[0].message
         text = message.content or getattr(message, "refusal", None) or ""  # a refusal is an answer (invalid)
         usage = response.usage
         tokens = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else Usage()
-        return Completion(request.id, text, usage=tokens)
+        return Completion(request_id, text, usage=tokens)
 
     def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
         """One attempt per request, in order (harness/dispatch.py calls `send` with retries instead)."""
