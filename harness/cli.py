@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.prompts import INSTRUCTIONS
-from harness.types import ApiOptions, HarnessError, LocalOptions, RunConfig
+from harness.types import ApiOptions, BatchOptions, HarnessError, LocalOptions, RunConfig
 
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 3  # results written, but some requests failed for good
+EXIT_BATCH_PENDING = 4  # --batch: batches submitted (or still running), nothing written yet: rerun to collect
 
 
 def add_data_args(p: argparse.ArgumentParser) -> None:
@@ -26,7 +27,8 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
 def run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="run_eval.py",
-        description="Evaluate a model by prompting on C-STS or STS-B. Other commands: `run_eval.py extract --help`.",
+        description="Evaluate a model by prompting on C-STS or STS-B. "
+        "Other commands: `run_eval.py extract --help`, `run_eval.py batches --help`.",
     )
     p.add_argument(
         "--model", required=True, help="model name (gpt-4, claude-..., or an offline baseline: overlap, random)"
@@ -104,6 +106,19 @@ def add_api_args(g: argparse._ArgumentGroup) -> None:
         action="store_true",
         help="temperature 0 via API version 2023-06-01 (models that still allow it); default: model's sampling",
     )
+    g.add_argument(
+        "--batch", action="store_true", help="send uncached requests through the provider's batch endpoint (50%% off)"
+    )
+    g.add_argument(
+        "--batch-wait",
+        type=float,
+        metavar="S",
+        help="--batch: seconds to wait for results (default: until they end); 0: submit and exit with status 4",
+    )
+    g.add_argument("--batch-poll", type=float, default=60.0, metavar="S", help="--batch: seconds between status checks")
+    g.add_argument(
+        "--batch-max-requests", type=int, metavar="N", help="--batch: requests per batch (default: provider's limit)"
+    )
 
 
 def api_options(a: argparse.Namespace) -> ApiOptions:
@@ -116,6 +131,7 @@ def api_options(a: argparse.Namespace) -> ApiOptions:
     if a.reasoning_tokens < 1:
         raise HarnessError(f"--reasoning-tokens must be at least 1, got {a.reasoning_tokens}")
     return ApiOptions(
+        batch=batch_options(a),
         base_urls=tuple(a.base_url),
         concurrency=a.concurrency,
         timeout=a.timeout,
@@ -130,6 +146,24 @@ def api_options(a: argparse.Namespace) -> ApiOptions:
         reasoning_effort=a.reasoning_effort,
         anthropic_greedy=a.anthropic_greedy,
     )
+
+
+def batch_options(a: argparse.Namespace) -> BatchOptions | None:
+    import time
+
+    if not a.batch:
+        if a.batch_wait is not None or a.batch_max_requests is not None:
+            raise HarnessError("--batch-wait and --batch-max-requests go with --batch")
+        return None
+    if a.no_cache:
+        raise HarnessError("--batch keeps answers and batch ids in the response cache: it cannot run with --no-cache")
+    if a.batch_wait is not None and a.batch_wait < 0:
+        raise HarnessError(f"--batch-wait must be 0 or more, got {a.batch_wait}")
+    if a.batch_poll <= 0:
+        raise HarnessError(f"--batch-poll must be positive, got {a.batch_poll}")
+    if a.batch_max_requests is not None and a.batch_max_requests < 1:
+        raise HarnessError(f"--batch-max-requests must be at least 1, got {a.batch_max_requests}")
+    return BatchOptions(a.batch_wait, a.batch_poll, a.batch_max_requests, started=time.time())
 
 
 # --- local GPU backend options -------------------------------------------------------------------
@@ -226,6 +260,8 @@ def cmd_run(argv: Sequence[str]) -> int:
     m = result.metrics
     if config.dry_run:
         cost = f"${m['max_cost_usd']:.4f}" if m.get("max_cost_usd") is not None else "unknown (no price for model)"
+        if m.get("max_cost_batch_usd") is not None:
+            cost += f" one by one, ${m['max_cost_batch_usd']:.4f} with --batch"
         print(
             f"dry run: {m['requests']} requests, {m['prompt_tokens']} prompt tokens ({m['token_count']}), "
             f"at most {m['max_output_tokens']} output tokens; cost at most {cost}; no model called"
@@ -406,7 +442,16 @@ def cmd_overlap(argv: Sequence[str]) -> int:
     return 0
 
 
+def cmd_batches(argv: Sequence[str]) -> int:
+    from harness.batch.listing import batches_parser, list_batches
+
+    a = batches_parser().parse_args(argv)
+    print(list_batches(a.cache or a.results_dir / "cache.sqlite"), end="")
+    return 0
+
+
 COMMANDS = {
+    "batches": cmd_batches,
     "extract": cmd_extract,
     "data-report": cmd_data_report,
     "report": cmd_report,
@@ -417,6 +462,8 @@ COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch to a sub-command (first word) or the default evaluation run."""
+    from harness.batch import BatchesPending
+
     args = list(sys.argv[1:] if argv is None else argv)
     command = COMMANDS.get(args[0]) if args else None
     try:
@@ -426,6 +473,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except BatchesPending as e:
+        print(f"batches pending: {e}", file=sys.stderr)
+        return EXIT_BATCH_PENDING
     except KeyboardInterrupt:
         print("error: interrupted; finished responses are kept, rerun to continue", file=sys.stderr)
         return 130

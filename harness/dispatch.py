@@ -69,10 +69,15 @@ class DispatchStats:
     spent_usd: float | None = None  # this invocation's new spending (cached answers are free)
     seconds: float = 0.0
     first_errors: list[str] = field(default_factory=list)  # a few messages, for the report line
+    batch: dict[str, Any] | None = None  # --batch: batches waited on, requests submitted and answered (harness/batch)
+    paid_by_batch: set[str] = field(default_factory=set)  # request ids whose answer was billed at the batch price
 
     def record(self) -> dict[str, Any]:
         """{"cache": ..., "dispatch": ...} for metrics.json."""
         d = asdict(self)
+        d.pop("paid_by_batch")  # ids, not a number: usage (harness/calls.py) prices them
+        if d["batch"] is None:
+            d.pop("batch")
         cache = {"mode": d.pop("cache"), "hits": d.pop("cache_hits"), "misses": d.pop("cache_misses")}
         return {"cache": cache, "dispatch": d}
 

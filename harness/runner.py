@@ -205,7 +205,7 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
         completions = call(backend, todo, config, price, stats) | failed
         samples = score(prep, completions, config.seed)
     metrics = dict[str, Any](compute_metrics(samples, _score_range(config, prep.dataset)))
-    metrics["usage"] = usage(completions, price)
+    metrics["usage"] = usage(completions, price, stats)
     metrics |= stats.record()
     if answer_metrics:
         metrics["answers"] = answer_metrics
@@ -320,12 +320,15 @@ def _dry_run_estimate(config: RunConfig, prep: Prepared, price: Price | None) ->
     elif config.variant == "sentences":
         steps.append(("scoring", config, prep.requests, price))
     estimate: dict[str, Any] = {"dry_run": True, "requests": 0, "prompt_tokens": 0, "max_output_tokens": 0}
-    costs = []
+    costs, batch_costs = [], []
     for step, cfg, requests, step_price in steps:
         tokens, method = count_tokens([r.prompt for r in requests], cfg.model)
         output = sum(output_budget(cfg, r) for r in requests)
         cost = round(step_price.cost(tokens, output), 4) if step_price else None
+        batch_cost = round(step_price.batch().cost(tokens, output), 4) if step_price else None  # --batch
         estimate[step] = {"model": cfg.model, "requests": len(requests), "prompt_tokens": tokens, "max_cost_usd": cost}
+        estimate[step]["max_cost_batch_usd"] = batch_cost
+        batch_costs.append(batch_cost)
         estimate["requests"] += len(requests)
         estimate["prompt_tokens"] += tokens
         estimate["max_output_tokens"] += output
@@ -334,6 +337,7 @@ def _dry_run_estimate(config: RunConfig, prep: Prepared, price: Price | None) ->
     if config.variant == "qa-embed":
         estimate["embeddings"] = {"model": config.model, "requests": f"at most {2 * len(prep.queries)}"}
     estimate["max_cost_usd"] = None if None in costs else round(sum(c for c in costs if c is not None), 4)
+    estimate["max_cost_batch_usd"] = None if None in batch_costs else round(sum(c or 0 for c in batch_costs), 4)
     estimate["price"] = dataclasses.asdict(price) if price else None
     return estimate
 
