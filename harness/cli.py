@@ -149,8 +149,6 @@ def api_options(a: argparse.Namespace) -> ApiOptions:
 
 
 def batch_options(a: argparse.Namespace) -> BatchOptions | None:
-    import time
-
     if not a.batch:
         if a.batch_wait is not None or a.batch_max_requests is not None:
             raise HarnessError("--batch-wait and --batch-max-requests go with --batch")
@@ -163,7 +161,7 @@ def batch_options(a: argparse.Namespace) -> BatchOptions | None:
         raise HarnessError(f"--batch-poll must be positive, got {a.batch_poll}")
     if a.batch_max_requests is not None and a.batch_max_requests < 1:
         raise HarnessError(f"--batch-max-requests must be at least 1, got {a.batch_max_requests}")
-    return BatchOptions(a.batch_wait, a.batch_poll, a.batch_max_requests, started=time.time())
+    return BatchOptions(a.batch_wait, a.batch_poll, a.batch_max_requests)  # started: now
 
 
 # --- local GPU backend options -------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,7 +84,8 @@ class BatchOptions:
     wait: float | None = None  # seconds to wait for results; None: until every batch ends; 0: submit and exit
     poll: float = 60.0  # seconds between status checks
     max_requests: int | None = None  # per batch; None: the provider's own limit
-    started: float = 0.0  # when this invocation began: a request that failed in a batch since then waits for a rerun
+    # When this invocation began: a request that failed in a batch since then is an error until the next run.
+    started: float = field(default_factory=time.time)
 
 
 @dataclass(frozen=True)

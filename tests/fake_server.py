@@ -199,35 +199,41 @@ class FakeServer:
         fault = self._fault(action, body["_key"], anthropic=False)
         if fault is not None:
             return fault
+        return self._reply(prompt, self.openai_reply(prompt, action, body["model"]))
+
+    def openai_reply(self, prompt: str, action: str, model: str) -> dict[str, Any]:
+        """A Chat Completions reply body (also what tests/fake_batch_server.py puts in its output files)."""
         text = self._text(prompt, action)
         usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split())}
-        reply = {
+        return {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
             "created": 0,
-            "model": body["model"],
+            "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
             "usage": usage | {"total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]},
         }
-        return self._reply(prompt, reply)
 
     async def _anthropic(self, request: web.Request) -> web.Response:
         prompt, action, body = await self._begin(request, _anthropic_prompt)
         fault = self._fault(action, body["_key"], anthropic=True)
         if fault is not None:
             return fault
+        return self._reply(prompt, self.anthropic_reply(prompt, action, body["model"]))
+
+    def anthropic_reply(self, prompt: str, action: str, model: str) -> dict[str, Any]:
+        """A Messages reply body (also what tests/fake_batch_server.py puts in its results)."""
         text = self._text(prompt, action)
-        reply = {
+        return {
             "id": "msg_fake",
             "type": "message",
             "role": "assistant",
-            "model": body["model"],
+            "model": model,
             "content": [{"type": "text", "text": text}] if text else [],
             "stop_reason": "refusal" if action == "refusal" else "end_turn",
             "stop_sequence": None,
             "usage": {"input_tokens": len(prompt.split()), "output_tokens": len(text.split())},
         }
-        return self._reply(prompt, reply)
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         prompt, action, body = await self._begin(request, _embedding_input)

@@ -21,6 +21,7 @@ async def wait(ctx: Context, waiting: dict[str, Group]) -> None:
     started = time.monotonic()
     deadline = None if ctx.options.wait is None else started + ctx.options.wait
     open_ids = set(waiting)
+    rounds = 0
     while open_ids:
         for n, local_id in enumerate(sorted(open_ids), start=1):
             if await _poll(ctx, local_id, waiting[local_id], f"{n}/{len(open_ids)}", started):
@@ -28,7 +29,11 @@ async def wait(ctx: Context, waiting: dict[str, Group]) -> None:
         left = None if deadline is None else deadline - time.monotonic()
         if not open_ids or (left is not None and left <= 0):
             break
-        pause = ctx.options.poll if left is None else min(ctx.options.poll, left)
+        # 1, 2, 4, ... seconds, then every --batch-poll: a small batch is seen the moment it ends, a large one
+        # is not asked about every second for hours.
+        pause = min(ctx.options.poll, 2.0**rounds)
+        rounds += 1
+        pause = pause if left is None else min(pause, left)
         if ctx.verbose:
             ctx.log(
                 f"batch: {len(open_ids)} still running, elapsed {_clock(time.monotonic() - started)}; "
@@ -107,7 +112,7 @@ async def _collect(ctx: Context, local_id: str, group: Group, client: Any, remot
     errors = {k: e for k, e in seen.items() if e is not None}
     why = remote.why or "the batch returned no result for this request"
     errors |= {k: f"{why} ({remote.batch_id})" for k in keys - seen.keys()}
-    ctx.store.collect(local_id, remote.status, errors, remote.why)
+    ctx.store.collect(local_id, remote.status, errors, remote.why if errors else None)
     _settle(ctx, local_id)
     return True
 

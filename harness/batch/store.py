@@ -31,6 +31,8 @@ from harness.types import HarnessError
 STAGES = ("planned", "uploaded", "creating", "submitted", "collected")
 OPEN_STAGES = ("planned", "uploaded", "creating", "submitted")
 STALE_SECONDS = 3600.0  # a claim not touched for this long is abandoned even if its process id is alive
+# Local ids claimed by this process (any BatchStore in it): its own claims are never "abandoned".
+_CLAIMED_HERE: set[str] = set()
 _CHUNK = 500  # keys per `IN (...)` query (SQLite's variable limit is far above; this keeps statements small)
 
 _SCHEMA = (
@@ -73,7 +75,6 @@ class BatchStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.mine: set[str] = set()  # local ids this process claimed (its own claims are never "abandoned")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
@@ -162,7 +163,7 @@ class BatchStore:
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
-        self.mine.update(ids)
+        _CLAIMED_HERE.update(ids)
         return ids
 
     # --- moving a batch through its stages ---------------------------------------------------------
@@ -187,7 +188,7 @@ class BatchStore:
         self._db.execute("DELETE FROM batch_requests WHERE local_id = ?", (local_id,))
         self._db.execute("DELETE FROM batches WHERE local_id = ?", (local_id,))
         self._db.execute("COMMIT")
-        self.mine.discard(local_id)
+        _CLAIMED_HERE.discard(local_id)
 
     def collect(self, local_id: str, status: str, errors: dict[str, str], note: str | None = None) -> tuple[int, int]:
         """Close a batch: requests named in `errors` failed, the rest were answered (already in the cache).
@@ -230,9 +231,13 @@ class BatchStore:
     def known_batch_ids(self) -> set[str]:
         return {b for (b,) in self._db.execute("SELECT batch_id FROM batches WHERE batch_id IS NOT NULL")}
 
+    def release(self, local_id: str) -> None:
+        """Leave a claim for the next run to resolve (this process could not tell what the provider holds)."""
+        _CLAIMED_HERE.discard(local_id)
+
     def abandoned(self, row: BatchRow) -> bool:
         """Whether an unfinished claim's process is gone (killed), so this run must take it over."""
-        if row.local_id in self.mine:
+        if row.local_id in _CLAIMED_HERE:
             return False
         if time.time() - row.updated > STALE_SECONDS or row.pid == os.getpid():
             return True  # our own pid on a row we did not make: a previous process that had the same id

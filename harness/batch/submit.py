@@ -47,11 +47,17 @@ async def find(ctx: Context, provider: Provider, client: Any, row: BatchRow) -> 
         return await with_retries(
             ctx.retry, lambda: provider.find(client, row.input_file_id, row.total, since, ctx.store.known_batch_ids())
         )
-    except (RetryableError, PermanentError) as e:
+    except RetryableError as e:
         raise HarnessError(
             f"cannot tell whether an interrupted batch submission reached {provider.name} (listing its batches "
             f"failed: {e}); rerun later: nothing is submitted twice"
         ) from None
+    except PermanentError as e:
+        if e.fatal and not str(e).startswith("HTTP 404"):
+            raise HarnessError(f"{provider.name}: {e}") from None
+        # A server that cannot list batches can never tell us: waiting would not help, so submit again.
+        ctx.log(f"warning: {provider.name} cannot list batches ({e}); an interrupted submission is sent again")
+        return None
 
 
 async def submit(ctx: Context, group: Group) -> list[str]:
@@ -84,7 +90,7 @@ async def _submit_one(ctx: Context, group: Group, local_id: str, items: list[Ite
         ctx.store.drop(local_id)
         raise HarnessError(f"{p.name} batch for {group.backend.model!r} refused: {e}") from None
     except RetryableError as e:
-        ctx.store.mine.discard(local_id)  # the next run finds out whether it was created
+        ctx.store.release(local_id)  # the next run finds out whether it was created
         raise HarnessError(
             f"{p.name} batch submission failed after retries: {e}; rerun the same command "
             "(submitted batches are kept, nothing is submitted twice)"
