@@ -86,15 +86,14 @@ def dispatch_options(config: RunConfig, backend: Backend, price: Price | None) -
 
 
 def _batchable(backend: Backend) -> bool:
-    """--batch covers the chat backends with a batch endpoint; embeddings still go one by one."""
+    """--batch covers the chat backends with a batch endpoint (openai, anthropic); the others (local models,
+    offline baselines, embeddings) run as usual, so a sweep may mix them."""
     from harness.batch.flow import provider_for
 
-    if not getattr(backend, "remote", False):
-        raise HarnessError(f"--batch is for API backends (openai, anthropic), not {backend.name}")
-    if provider_for(backend) is None:
-        print(f"note: --batch does not cover {backend.name}; its requests go one by one", file=sys.stderr)
-        return False
-    return True
+    if getattr(backend, "remote", False) and provider_for(backend) is not None:
+        return True
+    print(f"note: --batch covers the openai and anthropic backends; {backend.name} runs as usual", file=sys.stderr)
+    return False
 
 
 def call(

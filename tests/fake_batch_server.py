@@ -34,6 +34,8 @@ STAGES = ("upload", "created", "retrieved", "download")
 
 
 class FakeBatchServer(OpenAIRoutes, AnthropicRoutes, FakeServer):
+    max_body = 256 * 1000 * 1000  # the providers' largest batch (Anthropic: 256 MB)
+
     def __init__(self, batch_delay: float = 0.0, expire_after: float | None = None, **kw: Any) -> None:
         super().__init__(**kw)
         self.batch_delay = batch_delay

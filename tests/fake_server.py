@@ -61,6 +61,8 @@ class Call:
 class FakeServer:
     """An aiohttp app on 127.0.0.1 with a random free port."""
 
+    max_body = 1024**2  # aiohttp's default request size limit (a batch upload needs more)
+
     def __init__(
         self,
         latency: float = 0.0,
@@ -96,7 +98,7 @@ class FakeServer:
         return f"http://127.0.0.1:{self.port}"
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._track])
+        app = web.Application(middlewares=[self._track], client_max_size=self.max_body)
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1/embeddings", self._embeddings)

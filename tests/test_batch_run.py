@@ -158,7 +158,6 @@ def test_bad_batch_options_are_one_line_and_send_nothing(tmp_path: Path, capsys:
             (args(server, "openai", tmp_path, "--batch-wait", "0"), "go with --batch"),
             (args(server, "openai", tmp_path, *BATCH, "--batch-wait", "-1"), "--batch-wait"),
             (args(server, "openai", tmp_path, "--batch", "--batch-poll", "0"), "--batch-poll"),
-            (["--model", "overlap", "--dataset", "stsb", "--batch", "--results-dir", str(tmp_path)], "API backends"),
         ]
         for argv, message in cases:
             assert main(argv) == 2
@@ -166,6 +165,13 @@ def test_bad_batch_options_are_one_line_and_send_nothing(tmp_path: Path, capsys:
             assert err.startswith("error: ") and message in err and err.count("\n") == 1
         assert server.batches == {} and server.calls == []
     assert not tmp_path.exists() or run_dirs(tmp_path) == []
+
+
+def test_backends_without_a_batch_endpoint_run_as_usual(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--model", "overlap", "--dataset", "stsb", "--limit", "5", "--batch", "--results-dir", str(tmp_path)]
+    assert main([*argv, "--no-progress"]) == 0
+    assert "note: --batch covers the openai and anthropic backends; offline runs as usual" in capsys.readouterr().err
+    assert len(run_dirs(tmp_path)) == 1
 
 
 def test_a_server_without_a_batch_endpoint_is_one_line_and_leaves_no_claim(tmp_path: Path) -> None:
