@@ -7,12 +7,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.batch.options import EXIT_BATCH_PENDING, add_batch_args, batch_options, cmd_batches
 from harness.prompts import INSTRUCTIONS
-from harness.types import ApiOptions, BatchOptions, HarnessError, LocalOptions, RunConfig
+from harness.types import ApiOptions, HarnessError, LocalOptions, RunConfig
 
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 3  # results written, but some requests failed for good
-EXIT_BATCH_PENDING = 4  # --batch: batches submitted (or still running), nothing written yet: rerun to collect
 
 
 def add_data_args(p: argparse.ArgumentParser) -> None:
@@ -106,19 +106,7 @@ def add_api_args(g: argparse._ArgumentGroup) -> None:
         action="store_true",
         help="temperature 0 via API version 2023-06-01 (models that still allow it); default: model's sampling",
     )
-    g.add_argument(
-        "--batch", action="store_true", help="send uncached requests through the provider's batch endpoint (50%% off)"
-    )
-    g.add_argument(
-        "--batch-wait",
-        type=float,
-        metavar="S",
-        help="--batch: seconds to wait for results (default: until they end); 0: submit and exit with status 4",
-    )
-    g.add_argument("--batch-poll", type=float, default=60.0, metavar="S", help="--batch: seconds between status checks")
-    g.add_argument(
-        "--batch-max-requests", type=int, metavar="N", help="--batch: requests per batch (default: provider's limit)"
-    )
+    add_batch_args(g)  # --batch, --batch-wait, --batch-poll, --batch-max-requests (harness/batch/options.py)
 
 
 def api_options(a: argparse.Namespace) -> ApiOptions:
@@ -146,22 +134,6 @@ def api_options(a: argparse.Namespace) -> ApiOptions:
         reasoning_effort=a.reasoning_effort,
         anthropic_greedy=a.anthropic_greedy,
     )
-
-
-def batch_options(a: argparse.Namespace) -> BatchOptions | None:
-    if not a.batch:
-        if a.batch_wait is not None or a.batch_max_requests is not None:
-            raise HarnessError("--batch-wait and --batch-max-requests go with --batch")
-        return None
-    if a.no_cache:
-        raise HarnessError("--batch keeps answers and batch ids in the response cache: it cannot run with --no-cache")
-    if a.batch_wait is not None and a.batch_wait < 0:
-        raise HarnessError(f"--batch-wait must be 0 or more, got {a.batch_wait}")
-    if a.batch_poll <= 0:
-        raise HarnessError(f"--batch-poll must be positive, got {a.batch_poll}")
-    if a.batch_max_requests is not None and a.batch_max_requests < 1:
-        raise HarnessError(f"--batch-max-requests must be at least 1, got {a.batch_max_requests}")
-    return BatchOptions(a.batch_wait, a.batch_poll, a.batch_max_requests)  # started: now
 
 
 # --- local GPU backend options -------------------------------------------------------------------
@@ -437,14 +409,6 @@ def cmd_overlap(argv: Sequence[str]) -> int:
     pool = load_dataset(a.dataset, a.pool, a.data_dir, a.archive, a.password_file).examples
     print(f"{a.dataset}: pool {a.pool} ({len(pool):,} rows) vs evaluated {a.eval} ({len(evaluated):,} rows)")
     print(format_overlap(overlap(pool, evaluated), a.pool, a.eval), end="")
-    return 0
-
-
-def cmd_batches(argv: Sequence[str]) -> int:
-    from harness.batch.listing import batches_parser, list_batches
-
-    a = batches_parser().parse_args(argv)
-    print(list_batches(a.cache or a.results_dir / "cache.sqlite"), end="")
     return 0
 
 

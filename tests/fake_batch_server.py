@@ -133,3 +133,26 @@ class FakeBatchServer(OpenAIRoutes, AnthropicRoutes, FakeServer):
             await response.write(line.encode() + b"\n")
         await response.write_eof()
         return response
+
+
+def main() -> None:
+    """Serve until killed, for trying --batch by hand: `python tests/fake_batch_server.py --delay 5`."""
+    import argparse
+
+    p = argparse.ArgumentParser(description="Serve the fake OpenAI/Anthropic API with batches on 127.0.0.1.")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--delay", type=float, default=5.0, help="seconds a batch takes")
+    p.add_argument("--expire-after", type=float, help="seconds after which an unfinished batch expires")
+    a = p.parse_args()
+
+    async def serve() -> None:
+        server = FakeBatchServer(batch_delay=a.delay, expire_after=a.expire_after)
+        await server.serve(a.port)
+        print(f"port {server.port}", flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()
