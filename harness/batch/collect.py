@@ -24,7 +24,7 @@ async def wait(ctx: Context, waiting: dict[str, Group]) -> None:
     rounds = 0
     while open_ids:
         for n, local_id in enumerate(sorted(open_ids), start=1):
-            if await _poll(ctx, local_id, waiting[local_id], f"{n}/{len(open_ids)}", started):
+            if await _poll(ctx, local_id, waiting[local_id], f"{n}/{len(open_ids)}"):
                 open_ids.discard(local_id)
         left = None if deadline is None else deadline - time.monotonic()
         if not open_ids or (left is not None and left <= 0):
@@ -36,7 +36,7 @@ async def wait(ctx: Context, waiting: dict[str, Group]) -> None:
         pause = pause if left is None else min(pause, left)
         if ctx.verbose:
             ctx.log(
-                f"batch: {len(open_ids)} still running, elapsed {_clock(time.monotonic() - started)}; "
+                f"batch: {len(open_ids)} still running, waited {_clock(time.monotonic() - started)}; "
                 f"next poll in {pause:g}s"
             )
         await asyncio.sleep(pause)
@@ -49,7 +49,7 @@ async def wait(ctx: Context, waiting: dict[str, Group]) -> None:
         )
 
 
-async def _poll(ctx: Context, local_id: str, group: Group, label: str, started: float) -> bool:
+async def _poll(ctx: Context, local_id: str, group: Group, label: str) -> bool:
     """One status check (and the download, once ended); True when the batch is collected."""
     row = ctx.store.row(local_id)
     if row.batch_id is not None and row.batch_id not in ctx.out.batch_ids:
@@ -75,7 +75,7 @@ async def _poll(ctx: Context, local_id: str, group: Group, label: str, started: 
     ctx.store.set_status(local_id, remote.status, remote.done, remote.failed)
     line = (
         f"batch {p.name} {batch_id} [{label}]: {remote.status}, {remote.done}/{remote.total} done, "
-        f"{remote.failed} failed; elapsed {_clock(time.monotonic() - started)}"
+        f"{remote.failed} failed; {_clock(time.time() - row.created)} since submission"
     )
     if not remote.ended:
         if ctx.verbose:
