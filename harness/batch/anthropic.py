@@ -16,7 +16,7 @@ from anthropic import AsyncAnthropic
 from anthropic.types.messages import MessageBatch
 
 from harness.backends.anthropic import AnthropicBackend, sdk_errors
-from harness.backends.base import PermanentError
+from harness.backends.base import PermanentError, redact
 from harness.batch.base import Item, Outcome, Remote
 
 # Limits from the Message Batches guide: 100,000 requests or 256 MB per batch, whichever comes first.
@@ -104,5 +104,6 @@ class AnthropicBatches:
                 return Outcome(key, None, f"malformed response: {str(e)[:200]}")
         if kind == "errored":
             error = getattr(getattr(result, "error", None), "error", None)
-            return Outcome(key, None, f"{getattr(error, 'type', 'error')}: {getattr(error, 'message', '')}")
+            message = f"{getattr(error, 'type', 'error')}: {getattr(error, 'message', '')}"
+            return Outcome(key, None, redact(message, self.key))
         return Outcome(key, None, f"{kind}: the batch ended before this request was processed")

@@ -16,7 +16,7 @@ from openai import AsyncOpenAI
 from openai.types import Batch
 from openai.types.chat import ChatCompletion
 
-from harness.backends.base import PermanentError
+from harness.backends.base import PermanentError, redact
 from harness.backends.openai import OpenAIBackend, sdk_errors
 from harness.batch.base import Item, Outcome, Remote
 
@@ -124,13 +124,13 @@ class OpenAIBatches:
             return Outcome("", None, f"malformed line in a batch result file: {line[:100]!r}")
         error = record.get("error")
         if error:  # not processed: expired, cancelled, ...
-            return Outcome(key, None, f"{error.get('code')}: {error.get('message')}")
+            return Outcome(key, None, redact(f"{error.get('code')}: {error.get('message')}", self.key))
         response = record.get("response") or {}
         status, body = response.get("status_code"), response.get("body")
         if status != 200:
             inner = body.get("error", body) if isinstance(body, dict) else body
             message = inner.get("message") if isinstance(inner, dict) else inner
-            return Outcome(key, None, f"HTTP {status}: {message}")
+            return Outcome(key, None, redact(f"HTTP {status}: {message}", self.key))
         try:
             completion = self.backend.completion_from(key, ChatCompletion.model_validate(body))
         except (pydantic.ValidationError, PermanentError) as e:
