@@ -120,3 +120,18 @@ def test_progress_shows_status_counts_elapsed_and_next_poll(tmp_path: Path, caps
     )
     assert re.search(r"batch: 1 still running, waited 0:00:0\d; next poll in 0.2s", err)
     assert re.search(r"completed, 20/20 done, 0 failed; 0:00:0\d since submission; results collected", err)
+
+
+def test_a_batch_the_provider_no_longer_knows_is_resubmitted_by_the_next_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeBatchServer(batch_delay=30) as server:
+        assert main(args(server, "openai", tmp_path, *BATCH, "--batch-wait", "0")) == 4
+        server.batches.clear()  # gone: another organisation's key, or deleted in the console
+        assert main(args(server, "openai", tmp_path, *BATCH)) == 2  # nothing came back: one line, nothing written
+        assert "No such batch" in capsys.readouterr().err and run_dirs(tmp_path) == []
+        assert main(["batches", "--results-dir", str(tmp_path)]) == 0
+        assert "1 batches: 1 missing" in capsys.readouterr().out
+        server.batch_delay = 0.1
+        assert main(args(server, "openai", tmp_path, *BATCH)) == 0
+    assert len(server.batches) == 1 and len(run_dirs(tmp_path)) == 1
