@@ -43,16 +43,33 @@ def reply_fields(c: Completion | None) -> dict[str, Any]:
     }
 
 
-def usage(completions: dict[str, Completion], price: Price | None) -> dict[str, Any]:
-    """Tokens of every answer the results use (cached ones included) and what they cost at list price."""
-    tokens_in = sum(c.usage.input_tokens for c in completions.values())
-    tokens_out = sum(c.usage.output_tokens for c in completions.values())
-    return {
+def usage(
+    completions: dict[str, Completion], price: Price | None, stats: DispatchStats | None = None
+) -> dict[str, Any]:
+    """Tokens of every answer the results use (cached ones included) and what they cost: the batch price for
+    answers a batch paid for (`stats.paid_by_batch`), the list price for the rest."""
+    by_batch = stats.paid_by_batch if stats is not None else set()
+    parts = {"batch": [0, 0, 0], "one_by_one": [0, 0, 0]}  # answers, input tokens, output tokens
+    for rid, c in completions.items():
+        part = parts["batch" if rid in by_batch else "one_by_one"]
+        part[0] += c.error is None
+        part[1] += c.usage.input_tokens
+        part[2] += c.usage.output_tokens
+    tokens_in = parts["batch"][1] + parts["one_by_one"][1]
+    tokens_out = parts["batch"][2] + parts["one_by_one"][2]
+    cost = None
+    if price is not None:
+        cost = round(price.cost(*parts["one_by_one"][1:]) + price.batch().cost(*parts["batch"][1:]), 6)
+    record = {
         "input_tokens": tokens_in,
         "output_tokens": tokens_out,
-        "cost_usd": round(price.cost(tokens_in, tokens_out), 6) if price else None,
+        "cost_usd": cost,
         "price": dataclasses.asdict(price) if price else "unknown: no entry in the price table (--prices FILE)",
     }
+    if by_batch:  # which price each answer was paid at (--batch: the provider's batch endpoint)
+        record["paid"] = {"batch": parts["batch"][0], "one_by_one": parts["one_by_one"][0]}
+        record["list_cost_usd"] = round(price.cost(tokens_in, tokens_out), 6) if price else None
+    return record
 
 
 def prompt_counter(config: RunConfig) -> tuple[Callable[[str], int], str]:
@@ -102,6 +119,17 @@ def dispatch_options(config: RunConfig, backend: Backend, price: Price | None) -
     )
 
 
+def _batchable(backend: Backend) -> bool:
+    """--batch covers the chat backends with a batch endpoint (openai, anthropic); the others (local models,
+    offline baselines, embeddings) run as usual, so a sweep may mix them."""
+    from harness.batch.flow import provider_for
+
+    if getattr(backend, "remote", False) and provider_for(backend) is not None:
+        return True
+    print(f"note: --batch covers the openai and anthropic backends; {backend.name} runs as usual", file=sys.stderr)
+    return False
+
+
 def call(
     backend: Backend,
     requests: tuple[Request, ...],
@@ -118,9 +146,15 @@ def call(
     counts = {"invalid": 0, "errors": 0} if scores else {"errors": 0}
     spent = 0.0
     options = dispatch_options(config, backend, price)
+    batch = config.api.batch is not None and _batchable(backend)
     # delay=2: quick runs print nothing; longer ones get rate, ETA, invalid, errors and cost so far.
     bar = tqdm(
-        total=len(requests), desc=desc or backend.model, unit="q", file=sys.stderr, delay=2, disable=not config.progress
+        total=len(requests),
+        desc=desc or backend.model,
+        unit="q",
+        file=sys.stderr,
+        delay=2,
+        disable=not config.progress or batch,
     )
     with bar:
 
@@ -136,7 +170,16 @@ def call(
             bar.set_postfix(counts | ({"cost": f"${spent:.4f}"} if price is not None else {}), refresh=False)
 
         try:
-            done = complete_all(backend, requests, on_done, options, stats)
+            if batch:  # --batch: harness/batch, which prints its own progress
+                from harness.batch.run import batch_call
+
+                done = batch_call(backend, requests, config, price, stats)
+            else:
+                done = complete_all(backend, requests, on_done, options, stats)
+                if options.cache is not None and getattr(backend, "remote", False):
+                    from harness.batch.run import answered_by_batch
+
+                    stats.paid_by_batch = answered_by_batch(options.cache.path, backend, requests, done)
         finally:
             if options.cache is not None:
                 options.cache.close()

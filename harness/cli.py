@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.batch.options import EXIT_BATCH_PENDING, cmd_batches
 from harness.inputs import check_output, check_regular
 from harness.options import Parser, add_data_args, config_from_args, run_parser
 from harness.summary import print_dry_run, print_summary
@@ -216,11 +217,14 @@ COMMANDS = {  # keys as in options.COMMAND_HELP, which `run_eval.py --help` list
     "overlap": cmd_overlap,
     "report": cmd_report,
     "compare": cmd_compare,
+    "batches": cmd_batches,
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch to a sub-command (first word) or the default evaluation run."""
+    from harness.batch import BatchesPending
+
     args = list(sys.argv[1:] if argv is None else argv)
     command = COMMANDS.get(args[0]) if args else None
     previous = _on_sigterm()
@@ -233,6 +237,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except BatchesPending as e:
+        print(f"batches pending: {e}", file=sys.stderr)
+        return EXIT_BATCH_PENDING
     except KeyboardInterrupt as e:
         # No results folder was written. Answers from API and local models that reached the response
         # cache before the signal are reused by a rerun; offline baselines and --no-cache keep nothing.

@@ -82,10 +82,15 @@ class DispatchStats:
     first_deterministic_errors: list[str] = field(default_factory=list)
     cache_deferred: int = 0  # answers that met a locked cache file and were written later
     cache_unsaved: int = 0  # answers the locked cache file never took: in this run's results only
+    batch: dict[str, Any] | None = None  # --batch: batches waited on, requests submitted and answered (harness/batch)
+    paid_by_batch: set[str] = field(default_factory=set)  # request ids whose answer was billed at the batch price
 
     def record(self) -> dict[str, Any]:
         """{"cache": ..., "dispatch": ...} for metrics.json."""
         d = asdict(self)
+        d.pop("paid_by_batch")  # ids, not a number: usage (harness/calls.py) prices them
+        if d["batch"] is None:
+            d.pop("batch")
         cache = {"mode": d.pop("cache"), "hits": d.pop("cache_hits"), "misses": d.pop("cache_misses")}
         deferred, unsaved = d.pop("cache_deferred"), d.pop("cache_unsaved")
         if deferred or unsaved:

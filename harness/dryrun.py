@@ -56,13 +56,15 @@ def dry_run_estimate(config: RunConfig, prep: Prepared, price: Price | None) -> 
     elif config.variant == "sentences":
         steps.append(("scoring", config, prep.requests, price))
     estimate: dict[str, Any] = {"dry_run": True, "requests": 0, "prompt_tokens": 0, "max_output_tokens": 0}
-    costs = []
+    costs, batch_costs = [], []
     for step, cfg, requests, step_price in steps:
         tokens, method = prompt_tokens(cfg, [r.prompt for r in requests])
         output = sum(output_budget(cfg, r) for r in requests)
-        # Rounded up, so that --max-cost set to this figure sends every request (harness/budget.py).
-        cost = math.ceil(step_price.cost(tokens, output) * 1e4 - 1e-9) / 1e4 if step_price else None
+        cost = _up(step_price.cost(tokens, output)) if step_price else None
+        batch_cost = _up(step_price.batch().cost(tokens, output)) if step_price else None  # --batch
         estimate[step] = {"model": cfg.model, "requests": len(requests), "prompt_tokens": tokens, "max_cost_usd": cost}
+        estimate[step]["max_cost_batch_usd"] = batch_cost
+        batch_costs.append(batch_cost)
         estimate["requests"] += len(requests)
         estimate["prompt_tokens"] += tokens
         estimate["max_output_tokens"] += output
@@ -71,5 +73,11 @@ def dry_run_estimate(config: RunConfig, prep: Prepared, price: Price | None) -> 
     if config.variant == "qa-embed":
         estimate["embeddings"] = {"model": config.model, "requests": f"at most {2 * len(prep.queries)}"}
     estimate["max_cost_usd"] = None if None in costs else round(sum(c for c in costs if c is not None), 4)
+    estimate["max_cost_batch_usd"] = None if None in batch_costs else round(sum(c or 0 for c in batch_costs), 4)
     estimate["price"] = dataclasses.asdict(price) if price else None
     return estimate
+
+
+def _up(cost: float) -> float:
+    """Rounded up to 1/100 cent, so that --max-cost set to this figure sends every request (harness/budget.py)."""
+    return math.ceil(cost * 1e4 - 1e-9) / 1e4

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 from typing import NoReturn
 
+from harness.batch.options import add_batch_args, batch_options
 from harness.prompts import INSTRUCTIONS
 from harness.types import (
     PARSE_MODES,
@@ -29,11 +30,13 @@ COMMAND_HELP = {
     "overlap": "text shared between the few-shot pool and the evaluated split",
     "report": "tables (md/csv/tex), plots and CIs from run or sweep folders; calls no model",
     "compare": "paired comparison of two runs on the items both answered",
+    "batches": "the batches submitted with --batch: pending, finished, expired, with counts; calls no API",
 }
 EXIT_CODES = """exit status:
   0    every query has a prediction
   2    bad input: one `error:` line on stderr, nothing sent, nothing written
   3    run folder written, but some requests failed (a sweep: in any cell); the same command again retries them
+  4    --batch: batches submitted or still running, nothing written yet; the same command collects them
   130  interrupted (Ctrl-C, SIGINT)
   143  terminated (SIGTERM)"""
 
@@ -220,6 +223,7 @@ def add_api_args(g: argparse._ArgumentGroup) -> None:
         action="store_true",
         help="temperature 0 via API version 2023-06-01 (models that still allow it); default: the model's sampling",
     )
+    add_batch_args(g)  # --batch, --batch-wait, --batch-poll, --batch-max-requests (harness/batch/options.py)
 
 
 DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -238,6 +242,7 @@ def add_local_args(g: argparse._ArgumentGroup) -> None:
 def config_from_args(a: argparse.Namespace) -> RunConfig:
     """The parsed options as a RunConfig (validate.validate checks the values)."""
     api = ApiOptions(
+        batch=batch_options(a),
         base_urls=tuple(a.base_url),
         concurrency=a.concurrency,
         timeout=a.timeout,

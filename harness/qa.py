@@ -173,7 +173,7 @@ def generate_answers(
         price = price_of(acfg, backend)
         stats = DispatchStats()
         completions = call(backend, todo, acfg, price, stats, desc=f"answers ({acfg.model})", scores=False)
-        metrics |= {"model": acfg.model, "usage": usage(completions, price)} | stats.record()
+        metrics |= {"model": acfg.model, "usage": usage(completions, price, stats)} | stats.record()
     answers: dict[AnswerKey, str] = {}
     lines = []
     for k in keys:

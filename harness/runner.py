@@ -206,7 +206,7 @@ def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResu
             strict=config.parse == "strict" and config.variant != "qa-embed",
         )
     )
-    metrics["usage"] = usage(completions, price)
+    metrics["usage"] = usage(completions, price, stats)
     metrics |= stats.record()
     if answer_metrics:
         metrics["answers"] = answer_metrics

@@ -28,6 +28,8 @@ def metrics_line(m: dict[str, Any], keys: Sequence[str]) -> str:
 
 def print_dry_run(m: dict[str, Any]) -> None:
     cost = f"${m['max_cost_usd']:.4f}" if m.get("max_cost_usd") is not None else "unknown (no price for model)"
+    if m.get("max_cost_batch_usd") is not None:
+        cost += f" one by one, ${m['max_cost_batch_usd']:.4f} with --batch"
     print(
         f"dry run: {m['requests']} requests, {m['prompt_tokens']} prompt tokens ({m['token_count']}), "
         f"at most {m['max_output_tokens']} output tokens; cost at most {cost}; no model called"

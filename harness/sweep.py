@@ -115,8 +115,14 @@ def run_sweep(base: RunConfig, grid: dict[str, list[str]], log: Callable[[str], 
 
     configs = cells(base, grid)
     # Planning every cell up front catches a bad template, split or model before any request is sent.
-    hashes = [plan(c).record["config_hash"] for c in configs]
+    planned = [plan(c) for c in configs]
+    hashes = [p.record["config_hash"] for p in planned]
     done = {} if base.dry_run else finished_runs(base.results_dir)
+    if base.api.batch is not None and not base.dry_run:  # every unfinished cell's requests in one set of batches
+        from harness.batch.run import prefetch
+
+        todo = [p for p, h in zip(planned, hashes, strict=True) if h not in done and p.prep.requests]
+        prefetch([(p.backend, p.prep.requests, p.price) for p in todo if p.backend is not None], base)
     results = []
     for i, (config, config_hash) in enumerate(zip(configs, hashes, strict=True), start=1):
         label = f"[{i}/{len(configs)}] {Cell(config, config_hash, Path(), False).label}"

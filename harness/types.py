@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,6 +94,17 @@ class Scored:
 
 
 @dataclass(frozen=True)
+class BatchOptions:
+    """--batch: what the cache cannot answer goes through the provider's batch endpoint (harness/batch)."""
+
+    wait: float | None = None  # seconds to wait for results; None: until every batch ends; 0: submit and exit
+    poll: float = 60.0  # seconds between status checks
+    max_requests: int | None = None  # per batch; None: the provider's own limit
+    # When this invocation began: a request that failed in a batch since then is an error until the next run.
+    started: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
 class ApiOptions:
     """How API backends (openai, anthropic, OpenAI-compatible servers) are reached, and the cache. No keys here."""
 
@@ -109,6 +121,7 @@ class ApiOptions:
     reasoning_tokens: int = 2048  # max_completion_tokens for reasoning models (reasoning + answer)
     reasoning_effort: str | None = None
     anthropic_greedy: bool = False  # temperature 0 on API version 2023-06-01, where the model allows it
+    batch: BatchOptions | None = None  # None: one request at a time (harness/dispatch.py)
 
 
 @dataclass(frozen=True)

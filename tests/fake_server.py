@@ -51,6 +51,7 @@ from tests.fake_replies import (
 __all__ = ["HUGE_BYTES", "REFUSAL", "RETRY_AFTER_MS", "FakeServer", "bag_of_words", "default_answer"]
 
 Plan = Callable[[str, int], str]
+CHAT, RAW, MESSAGES = "/v1/chat/completions", "/v1/completions", "/v1/messages"
 
 
 def always_ok(prompt: str, attempt: int) -> str:
@@ -74,6 +75,8 @@ class Call:
 
 class FakeServer:
     """An aiohttp app on 127.0.0.1 with a random free port."""
+
+    max_body = 1024**2  # aiohttp's default request size limit (a batch upload needs more)
 
     def __init__(
         self,
@@ -117,7 +120,7 @@ class FakeServer:
         return f"http://127.0.0.1:{self.port}"
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._track])
+        app = web.Application(middlewares=[self._track], client_max_size=self.max_body)
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/v1/completions", self._raw)
         app.router.add_post("/v1/messages", self._anthropic)
@@ -197,38 +200,37 @@ class FakeServer:
             await asyncio.sleep(self.latency)
         return prompt, action, body | {"_key": key}
 
-    def _model(self, body: dict[str, Any]) -> str:
-        return self.served_model or body["model"]
-
     async def _answer(
-        self,
-        request: web.Request,
-        prompt_of: Callable[[dict[str, Any]], str],
-        build: Callable[..., dict],
-        anthropic: bool,
+        self, request: web.Request, prompt_of: Callable[[dict[str, Any]], str], endpoint: str
     ) -> web.Response:
         prompt, action, body = await self._begin(request, prompt_of)
-        error = fault(action, body["_key"], anthropic)
+        error = fault(action, body["_key"], anthropic=endpoint == MESSAGES)
         if error is not None:
             return error
-        text = reply_text(action, self.answer(prompt), body["_key"])
-        if anthropic and action == "refusal":
-            text = REFUSAL  # Anthropic refuses in words, with stop_reason "refusal"
-        return self._reply(prompt, build(self._model(body), text, action, self.usage(prompt, text or "")))
+        return self._reply(prompt, self.reply_body(endpoint, prompt, action, body["model"], body["_key"]))
 
     async def _openai(self, request: web.Request) -> web.Response:
-        return await self._answer(request, lambda b: b["messages"][-1]["content"], chat_reply, anthropic=False)
+        return await self._answer(request, lambda b: b["messages"][-1]["content"], CHAT)
 
     async def _raw(self, request: web.Request) -> web.Response:
-        return await self._answer(request, lambda b: b["prompt"], raw_reply, anthropic=False)
+        return await self._answer(request, lambda b: b["prompt"], RAW)
 
     async def _anthropic(self, request: web.Request) -> web.Response:
-        return await self._answer(request, _anthropic_prompt, anthropic_reply, anthropic=True)
+        return await self._answer(request, _anthropic_prompt, MESSAGES)
 
     async def _models(self, request: web.Request) -> web.Response:
         if self.models is None:
             return web.json_response({"error": {"message": "Not Found", "type": "not_found"}}, status=404)
         return web.json_response(models_list(self.models))
+
+    def reply_body(self, endpoint: str, prompt: str, action: str, model: str, key: str = "") -> dict[str, Any]:
+        """The 200 reply `endpoint` gives for an answering action (also what tests/fake_batch_server.py puts in
+        its result files, so batch and one-by-one replies are alike)."""
+        text = reply_text(action, self.answer(prompt), key)
+        if endpoint == MESSAGES and action == "refusal":
+            text = REFUSAL  # Anthropic refuses in words, with stop_reason "refusal"
+        build = {CHAT: chat_reply, RAW: raw_reply, MESSAGES: anthropic_reply}[endpoint]
+        return build(self.served_model or model, text, action, self.usage(prompt, text or ""))
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         prompt, action, body = await self._begin(request, _embedding_input)

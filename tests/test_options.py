@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from harness import cli
+from harness.batch.listing import batches_parser
 from harness.options import COMMAND_HELP, HelpFormatter, run_parser
 from tests.conftest import ROOT
 
@@ -19,6 +20,7 @@ PARSERS = {
     "overlap": cli.overlap_parser,
     "report": cli.report_parser,
     "compare": cli.compare_parser,
+    "batches": batches_parser,
 }
 
 
@@ -35,7 +37,7 @@ def test_top_level_help_lists_every_command_the_plain_run_and_the_papers_protoco
         assert f"\n  {command} " in text
     assert "zero-shot (k=0: --shots 0) with no instruction (--instr none)" in text
     assert "the paper's protocol (Deshpande et al. 2023) is --shots 4 --instr long" in text
-    for code in ("0 ", "2 ", "3 ", "130", "143"):
+    for code in ("0 ", "2 ", "3 ", "4 ", "130", "143"):
         assert f"\n  {code}" in text
 
 

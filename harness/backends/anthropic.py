@@ -12,11 +12,13 @@ Stop reasons are recorded in OpenAI's words (end_turn, stop_sequence -> stop; ma
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import anthropic
 from anthropic import AsyncAnthropic
+from anthropic.types import Message
 
 from harness.backends.base import (
     ClientPool,
@@ -48,6 +50,7 @@ class AnthropicBackend:
 
     name = "anthropic"
     remote = True
+    endpoint = ENDPOINT
 
     def __init__(
         self,
@@ -70,7 +73,6 @@ class AnthropicBackend:
         self.chat = True
         self.stop = list(stop)
         self.max_tokens = max_tokens  # what describe() records; each Request carries its own
-        self.endpoint = ENDPOINT
         headers = {"anthropic-version": LEGACY_API_VERSION} if greedy else None
         urls: Sequence[str | None] = list(base_urls) or [None]
         self.clients = [
@@ -88,7 +90,8 @@ class AnthropicBackend:
         self.pool = ClientPool(self.clients)
 
     def body(self, request: Request) -> dict[str, Any]:
-        """The exact JSON body sent to `endpoint` (temperature only in greedy mode)."""
+        """The exact JSON body sent to `endpoint`: `send` posts it, the batch path (harness/batch) submits it as
+        a request's `params`. Temperature only in greedy mode (the SDK's create() has no argument for it)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": "user", "content": request.prompt}],
@@ -127,18 +130,12 @@ class AnthropicBackend:
         body = self.body(request)
         # This SDK's messages.create has no temperature argument: it travels in extra_body.
         extra = {"temperature": body.pop("temperature")} if "temperature" in body else None
-        try:
-            with self.pool.lease() as client:
-                response = await client.messages.create(**body, extra_body=extra)
-        except anthropic.APIStatusError as e:
-            message = redact(e.api_message or e.message, self._key)
-            raise status_error(e.status_code, message, e.response.headers, sent=self.body(request)) from None
-        except anthropic.APITimeoutError as e:
-            raise timeout_error(e, self._key) from None
-        except anthropic.APIConnectionError as e:
-            raise RetryableError(f"connection error: {redact(str(e), self._key)}") from None
-        except (anthropic.APIResponseValidationError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
-            raise MalformedReply(f"malformed reply: {redact(str(e), self._key)[:200]}") from None
+        with self.pool.lease() as client, sdk_errors(self._key, self.body(request)):
+            response = await client.messages.create(**body, extra_body=extra)
+        return self.completion_from(request.id, response)
+
+    def completion_from(self, request_id: str, response: Message) -> Completion:
+        """A reply as a Completion, whether it came one by one or in a batch's results (harness/batch)."""
         if response.content is None:
             raise MalformedReply("malformed reply: no content")
         text = "".join(getattr(block, "text", "") for block in response.content if block.type == "text")
@@ -150,7 +147,7 @@ class AnthropicBackend:
         usage = response.usage
         tokens = Usage(usage.input_tokens or 0, usage.output_tokens or 0) if usage else Usage()
         return Completion(
-            request.id,
+            request_id,
             text,
             usage=tokens,
             finish_reason=_FINISH.get(stop, stop) if stop else None,
@@ -165,3 +162,20 @@ class AnthropicBackend:
 
     async def aclose(self) -> None:
         await self.pool.aclose()
+
+
+@contextlib.contextmanager
+def sdk_errors(key: str, body: dict[str, Any] | None = None) -> Iterator[None]:
+    """Map the SDK's exceptions onto ours (retry or fail fast), with the key redacted from every message;
+    `body` (what was sent) lets a 400 that names a sent field be told apart (harness/backends/base.py)."""
+    try:
+        yield
+    except anthropic.APIStatusError as e:
+        message = redact(e.api_message or e.message, key)
+        raise status_error(e.status_code, message, e.response.headers, sent=body or ()) from None
+    except anthropic.APITimeoutError as e:
+        raise timeout_error(e, key) from None
+    except anthropic.APIConnectionError as e:
+        raise RetryableError(f"connection error: {redact(str(e), key)}") from None
+    except (anthropic.APIResponseValidationError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
+        raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None

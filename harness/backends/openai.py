@@ -20,6 +20,8 @@ from typing import Any
 
 import openai
 from openai import AsyncOpenAI
+from openai.types import Completion as OpenAICompletion
+from openai.types.chat import ChatCompletion
 
 from harness.backends.base import (
     ClientPool,
@@ -118,7 +120,8 @@ class OpenAIBackend:
         return params
 
     def body(self, request: Request) -> dict[str, Any]:
-        """The exact JSON body sent to `endpoint` for this request (the one source of truth, batch files too)."""
+        """The exact JSON body sent to `endpoint` for this request: `send` posts it, the batch path
+        (harness/batch) uploads it; the one source of truth."""
         prompt: dict[str, Any] = (
             {"messages": [{"role": "user", "content": request.prompt}]} if self.chat else {"prompt": request.prompt}
         )
@@ -156,6 +159,11 @@ class OpenAIBackend:
                 response: Any = await client.chat.completions.create(**body)
             else:
                 response = await client.completions.create(**body)
+        return self.completion_from(request.id, response)
+
+    def completion_from(self, request_id: str, response: ChatCompletion | OpenAICompletion) -> Completion:
+        """A reply as a Completion, whether it came one by one or in a batch's output file (harness/batch):
+        a Chat Completions reply when `chat`, else a (raw) Completions reply."""
         choices = getattr(response, "choices", None)
         if not choices:
             raise MalformedReply("malformed reply: no choices")
@@ -178,7 +186,7 @@ class OpenAIBackend:
         usage = getattr(response, "usage", None)
         tokens = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else Usage()
         return Completion(
-            request.id,
+            request_id,
             text,
             usage=tokens,
             finish_reason=finish,
