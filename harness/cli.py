@@ -42,6 +42,14 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--instr", default="none", help=f"instruction level: {', '.join(INSTRUCTIONS)}")
     p.add_argument("--template", help="template name under templates/<dataset>/ (overrides --instr) or a .j2 file")
     p.add_argument("--seed", type=int, default=0, help="seeds shot choice and the invalid-output fallback")
+    p.add_argument(
+        "--shot-sampler",
+        default="seeded",
+        choices=["seeded", "reference"],
+        help="seeded: shots drawn per query from (seed, query id) (default); reference: the reference code's one "
+        "global random stream over train, then validation, then test (princeton-nlp/c-sts)",
+    )
+    p.add_argument("--shot-seed", type=int, help="seed of the shot choice (default: --seed; 42 for reference)")
     p.add_argument("--limit", type=int, help="evaluate only the first N queries")
     p.add_argument("--labels", default="original", help="label set: original, or reannotated (Tu et al. 2024)")
     p.add_argument(
@@ -58,6 +66,13 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument("--answer-model", help="qa variants: the model that answers the questions (default: --model)")
     p.add_argument("--answer-backend", help="override the backend implied by --answer-model")
     p.add_argument("--answers", type=Path, help="qa variants: reuse answers.jsonl from an earlier run")
+    p.add_argument(
+        "--scoring",
+        default="parsed",
+        choices=["parsed", "expected"],
+        help="parsed: the paper's first-number rule only (default); expected: also the probability-weighted "
+        "score from the first output token (hf, vllm), reported as *_expected beside it",
+    )
     add_data_args(p)
     p.add_argument("--results-dir", type=Path, default=Path("results"))
     p.add_argument("--run-id", help="name of the run folder (default: dataset-split-model-k-instr-time)")
@@ -195,6 +210,9 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         subset=a.subset,
         subset_seed=a.subset_seed,
         variant=a.variant,
+        scoring=a.scoring,
+        shot_sampler=a.shot_sampler,
+        shot_seed=a.shot_seed,
         answer_model=a.answer_model,
         answer_backend=a.answer_backend,
         answers=a.answers,
@@ -241,8 +259,13 @@ def cmd_run(argv: Sequence[str]) -> int:
             "pearson_valid",
             "mse",
             "errors",
+            "spearman_expected",
+            "pearson_expected",
+            "expected_mass_mean",
         ]
         print("  ".join(f"{k}={_fmt(m[k])}" for k in keys if k in m))
+        if "expected_note" in m:
+            print(f"note: {m['expected_note']}")
         if "submission" in m:
             print(f"submission: {m['submission']}")
         _report_api(m)

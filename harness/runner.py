@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.backends import make_backend, make_embedding_backend
+from harness.backends import check_scoring, make_backend, make_embedding_backend
 from harness.backends.base import Backend
 from harness.calls import call, output_budget, price_of, usage
 from harness.data import LABEL_RANGES, load_dataset, pair_ids
 from harness.dispatch import DispatchStats
-from harness.fewshot import ShotPicker
+from harness.expected import expected_metrics, expected_score
+from harness.fewshot import make_picker
 from harness.labels import apply_label_set, take_subset
 from harness.metrics import compute_metrics
 from harness.parsing import fallback_score, parse_score
@@ -67,11 +68,11 @@ def prepare(config: RunConfig) -> Prepared:
     renderer = PromptRenderer(_template(config))
     if config.shots < 0:
         raise HarnessError(f"--shots must be 0 or more, got {config.shots}")
-    dataset = load_dataset(config.dataset, config.split, config.data_dir, config.archive, config.password_file)
-    dataset, _ = apply_label_set(dataset, config.labels)
+    as_filed = load_dataset(config.dataset, config.split, config.data_dir, config.archive, config.password_file)
+    dataset, _ = apply_label_set(as_filed, config.labels)
     dataset = take_subset(dataset, config.subset, config.subset_seed)
     queries = dataset.examples[: config.limit] if config.limit is not None else dataset.examples
-    picker = ShotPicker(dataset.name, dataset.pool, config.seed)
+    picker = make_picker(config, as_filed)
     shots = tuple(picker.pick(q, config.shots) for q in queries)
     if config.variant == "sentences":
         requests = tuple(Request(q.id, renderer.render(q, s)) for q, s in zip(queries, shots, strict=True))
@@ -111,8 +112,11 @@ def score(prep: Prepared, completions: dict[str, Completion] | None, seed: int) 
         else:
             prediction = parsed if valid else fallback_score(seed, q.id, prep.dataset.label_range)
         pair = pairs.get(q.id)
+        probs = c.score_probs if c is not None and error is None else None
+        exp = expected_score(probs, prep.dataset.label_range) if probs is not None else None
+        shot_ids = tuple(s.id for s in shots)
         out.append(
-            Scored(q.id, req.prompt, tuple(s.id for s in shots), text, parsed, valid, prediction, q.label, error, pair)
+            Scored(q.id, req.prompt, shot_ids, text, parsed, valid, prediction, q.label, error, pair, *(exp or ()))
         )
     return out
 
@@ -133,6 +137,9 @@ def config_record(config: RunConfig, prep: Prepared, backend: Backend | None) ->
         "subset": config.subset,
         "subset_seed": config.subset_seed,
         "variant": config.variant,
+        **({"scoring": config.scoring} if config.scoring != "parsed" else {}),
+        **({"shot_sampler": config.shot_sampler} if config.shot_sampler != "seeded" else {}),
+        **({"shot_seed": config.shot_seed} if config.shot_seed is not None else {}),
         **_answer_identity(config, prep),
         "template": prep.renderer.name,
         "template_hashes": prep.renderer.hashes(),
@@ -163,6 +170,7 @@ class Planned:
 
 def plan(config: RunConfig) -> Planned:
     """Build the backend, prompts and config record without calling a model (sweeps use config_hash to reuse runs)."""
+    check_scoring(config)  # a dry run refuses what the real run would
     backend = None if config.dry_run else _scoring_backend(config)
     price = price_of(config, backend)
     if not config.dry_run and config.variant != "sentences" and config.answers is None:
@@ -205,6 +213,7 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
         completions = call(backend, todo, config, price, stats) | failed
         samples = score(prep, completions, config.seed)
     metrics = dict[str, Any](compute_metrics(samples, _score_range(config, prep.dataset)))
+    metrics |= expected_metrics(samples)  # --scoring expected: its own keys (*_expected), beside the parsed ones
     metrics["usage"] = usage(completions, price)
     metrics |= stats.record()
     if answer_metrics:

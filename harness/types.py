@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +59,9 @@ class Completion:
     error: str | None = None
     usage: Usage = Usage()
     cached: bool = False
+    # --scoring expected: {"0": p, ..., "10": p}, the first output position's probability of each integer
+    # token (harness/expected.py); None when not asked for or the backend has no log-probabilities.
+    score_probs: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,8 @@ class Scored:
     label: float | None
     error: str | None = None
     pair: str | None = None  # C-STS: id of the first row with this sentence pair (bootstrap clusters); else None
+    expected: float | None = None  # --scoring expected: probability-weighted score (never mixed with prediction)
+    expected_mass: float | None = None  # the probability the valid score tokens had before renormalising
 
 
 @dataclass(frozen=True)
@@ -136,3 +142,6 @@ class RunConfig:
     progress: bool = True
     api: ApiOptions = field(default_factory=ApiOptions)
     local: LocalOptions = field(default_factory=LocalOptions)
+    scoring: str = "parsed"  # "expected": also score from first-token probabilities (harness/expected.py)
+    shot_sampler: str = "seeded"  # "reference": the reference code's one global stream (harness/fewshot.py)
+    shot_seed: int | None = None  # None: --seed for "seeded", 42 for "reference" (run_sts_fewshot.py's default)
