@@ -50,34 +50,37 @@ class ResponseCache:
                 "CREATE TABLE IF NOT EXISTS responses ("
                 " key TEXT PRIMARY KEY, text TEXT NOT NULL, input_tokens INTEGER NOT NULL,"
                 " output_tokens INTEGER NOT NULL, backend TEXT NOT NULL, model TEXT NOT NULL, created REAL NOT NULL,"
-                " score_probs TEXT)"
+                " meta TEXT)"
             )
             columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
-            if "score_probs" not in columns:  # a cache file from before --scoring expected
-                self._db.execute("ALTER TABLE responses ADD COLUMN score_probs TEXT")
+            if "meta" not in columns:  # a cache file from before answers carried more than text and usage
+                self._db.execute("ALTER TABLE responses ADD COLUMN meta TEXT")
         except sqlite3.Error as e:
             raise HarnessError(f"cannot open the response cache {path}: {e}") from e
 
     def get(self, key: str, request_id: str) -> Completion | None:
         """The stored answer for `key`, as a Completion for `request_id`, or None."""
         row = self._db.execute(
-            "SELECT text, input_tokens, output_tokens, score_probs FROM responses WHERE key = ?", (key,)
+            "SELECT text, input_tokens, output_tokens, meta FROM responses WHERE key = ?", (key,)
         ).fetchone()
         if row is None:
             return None
-        probs = json.loads(row[3]) if row[3] is not None else None
-        return Completion(request_id, row[0], usage=Usage(row[1], row[2]), cached=True, score_probs=probs)
+        meta = json.loads(row[3]) if row[3] else {}
+        return Completion(
+            request_id, row[0], usage=Usage(row[1], row[2]), cached=True, score_probs=meta.get("score_probs")
+        )
 
     def put(self, key: str, completion: Completion, backend: str, model: str) -> None:
         """Store one answer and commit at once. Errors are refused: they must be retried, not replayed."""
         if completion.error is not None or completion.text is None:
             raise ValueError("errors are never cached")
         u = completion.usage
-        probs = json.dumps(dict(completion.score_probs)) if completion.score_probs is not None else None
+        probs = completion.score_probs
+        meta = json.dumps({"score_probs": dict(probs)}) if probs is not None else None  # JSON: room for more
         self._db.execute(
-            "INSERT OR REPLACE INTO responses (key, text, input_tokens, output_tokens, backend, model, created,"
-            " score_probs) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, completion.text, u.input_tokens, u.output_tokens, backend, model, time.time(), probs),
+            "INSERT OR REPLACE INTO responses (key, text, input_tokens, output_tokens, backend, model, created, meta)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (key, completion.text, u.input_tokens, u.output_tokens, backend, model, time.time(), meta),
         )
 
     def __len__(self) -> int:
