@@ -70,7 +70,10 @@ def run_harness(tmp: Path, run_id: str, folder: Path, servers: Sequence[Server],
     """One harness run over the server(s); returns samples.jsonl (and checks the run finished cleanly)."""
     urls = [arg for s in servers for arg in ("--base-url", s.base_url)]
     args = ["--backend", "openai", "--model", str(folder), *urls, "--dataset", "stsb", "--limit", str(N)]
-    rc = main([*args, *mode, "--results-dir", str(tmp), "--run-id", run_id, "--no-progress", "--no-cache"])
+    # The server answers one request at a time: 4 in flight keep each server busy without queueing past the
+    # per-attempt timeout on a loaded CPU.
+    args += ["--concurrency", "4", "--no-progress", "--no-cache"]
+    rc = main([*args, *mode, "--results-dir", str(tmp), "--run-id", run_id])
     assert rc == 0
     return [json.loads(x) for x in (tmp / run_id / "samples.jsonl").read_text().splitlines()]
 

@@ -113,7 +113,10 @@ def main_bench() -> int:
             with transformers_serve(folder, results / "serve") as server:
                 started = time.perf_counter() - start
                 print(f"transformers serve answered /health after {started:.1f} s")
+                # transformers serve (without --continuous-batching) answers one request at a time: a few in
+                # flight keep it busy; 16 would only queue, and on a loaded CPU pass the 120 s per-attempt timeout.
                 api = ["--backend", "openai", "--model", str(folder), "--base-url", server.base_url, *base]
+                api += ["--concurrency", "2"]
                 for name in served:
                     if name == "serve-raw" and "--no-chat" not in run_parser().format_help():
                         print("serve-raw: skipped: this build has no --no-chat (raw /v1/completions over --base-url)")
