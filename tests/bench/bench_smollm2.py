@@ -21,6 +21,7 @@ import contextlib
 import io
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -47,6 +48,8 @@ def run(args: list[str], results: Path, run_id: str) -> tuple[dict[str, Any], fl
     with contextlib.redirect_stdout(io.StringIO()):
         rc = main([*args, "--results-dir", str(results), "--run-id", run_id, "--no-progress", "--no-cache"])
     wall = time.perf_counter() - start
+    if rc == 130:  # Ctrl-C inside the run: the harness caught it; stop the bench too
+        raise KeyboardInterrupt
     path = results / run_id / "metrics.json"
     return (json.loads(path.read_text()) if path.is_file() else {}), wall, rc
 
@@ -89,6 +92,8 @@ def main_bench() -> int:
     p.add_argument("--only", help=f"comma list of settings ({', '.join(SETTINGS)})")
     p.add_argument("--out", type=Path, help="write the rows as JSON here")
     a = p.parse_args()
+    # SIGTERM unwinds like an exception, so the server's context manager stops it (never left running).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     chosen = a.only.split(",") if a.only else list(SETTINGS)
     base = ["--dataset", "stsb", "--limit", str(a.n), "--shots", a.shots, "--instr", a.instr]
     folder = local_models.model_dir("smollm2-135m")
