@@ -169,6 +169,9 @@ def add_decoding_args(g: argparse._ArgumentGroup) -> None:
         help="seeded: shots drawn per query from (seed, query id), independent of order and --limit; reference: "
         "the published script's one random stream",
     )
+    p.add_argument(
+        "--shot-seed", type=int, help="seed of the shot choice alone (default: --seed; 42 with --shot-sampler reference)"
+    )
     g.add_argument(
         "--scoring",
         default="parsed",
@@ -290,6 +293,7 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         stop=tuple(a.stop),
         max_tokens=a.max_tokens,
         shot_sampler=a.shot_sampler,
+        shot_seed=a.shot_seed,
         scoring=a.scoring,
         parse=a.parse,
     )

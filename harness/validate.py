@@ -22,8 +22,8 @@ REMOTE = ("openai", "anthropic")
 EMBEDDERS = ("openai", "sentence-transformers", "hf")
 LOCAL_MODEL_BACKENDS = ("vllm", "hf", "sentence-transformers")  # a hub id or a local directory
 # Options whose implementation lands separately (issue 15): refused in one line until then, never ignored.
-SHOT_SAMPLERS_READY = ("seeded",)
-SCORINGS_READY = ("parsed",)
+SHOT_SAMPLERS_READY = ("seeded", "reference")
+SCORINGS_READY = ("parsed", "expected")
 STOP_READY = frozenset({"openai", "anthropic"})  # backends that send --stop sequences
 RAW_OVER_HTTP_READY = True  # --no-chat to an OpenAI-compatible server's /v1/completions
 
