@@ -124,6 +124,7 @@ class ResponseCache:
             refusal=meta.get("refusal"),
             served_model=meta.get("served_model"),
             truncated=bool(meta.get("truncated", False)),
+            score_probs=meta.get("score_probs"),  # --scoring expected
         )
 
     def put(self, key: str, completion: Completion, backend: str, model: str) -> None:
@@ -138,6 +139,7 @@ class ResponseCache:
             "served_model": c.served_model,
         }
         meta |= {"truncated": True} if c.truncated else {}
+        meta |= {"score_probs": dict(c.score_probs)} if c.score_probs is not None else {}
         row = (key, completion.text, u.input_tokens, u.output_tokens, backend, model, time.time(), json.dumps(meta))
         with self._lock:
             if self._backlog:  # keep order behind the rows already waiting

@@ -173,6 +173,9 @@ def add_decoding_args(g: argparse._ArgumentGroup) -> None:
         "the published script's one random stream",
     )
     g.add_argument(
+        "--shot-seed", type=int, help="seed of the shot choice alone (default: --seed; 42 for --shot-sampler reference)"
+    )
+    g.add_argument(
         "--scoring",
         default="parsed",
         choices=SCORINGS,
@@ -295,6 +298,7 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         stop=tuple(a.stop),
         max_tokens=a.max_tokens,
         shot_sampler=a.shot_sampler,
+        shot_seed=a.shot_seed,
         scoring=a.scoring,
         parse=a.parse,
     )

@@ -15,7 +15,8 @@ from harness.calls import call, price_of, usage
 from harness.data import LABEL_RANGES, load_dataset
 from harness.dispatch import DispatchStats
 from harness.dryrun import dry_run_estimate, dry_run_samples, placeholder_prompts
-from harness.fewshot import ShotPicker
+from harness.expected import expected_metrics
+from harness.fewshot import make_picker
 from harness.labels import apply_label_set, take_subset
 from harness.metrics import compute_metrics
 from harness.pricing import Price
@@ -63,10 +64,11 @@ def prepare(config: RunConfig) -> Prepared:
     validate(config)
     renderer = PromptRenderer(_template(config), dataset=config.dataset)
     dataset = load_dataset(config.dataset, config.split, config.data_dir, config.archive, config.password_file)
+    as_filed = dataset
     dataset, _ = apply_label_set(dataset, config.labels)
     dataset = take_subset(dataset, config.subset, config.subset_seed)
     queries = dataset.examples[: config.limit] if config.limit is not None else dataset.examples
-    picker = ShotPicker(dataset.name, dataset.pool, config.seed)
+    picker = make_picker(config, as_filed)
     shots = tuple(picker.pick(q, config.shots) for q in queries)
     if config.variant == "sentences":
         requests = tuple(
@@ -106,6 +108,7 @@ def config_record(config: RunConfig, prep: Prepared, backend: Backend | None) ->
         "variant": config.variant,
         **answer_identity(config, len(prep.answer_keys)),
         **_decoding_identity(config),
+        **({"shot_seed": config.shot_seed} if config.shot_seed is not None else {}),
         "template": prep.renderer.name,
         "template_hashes": prep.renderer.hashes(),
         "data_hashes": prep.dataset.file_hashes,
@@ -206,6 +209,7 @@ def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResu
             strict=config.parse == "strict" and config.variant != "qa-embed",
         )
     )
+    metrics |= expected_metrics(samples)  # --scoring expected: its own keys (*_expected), beside the parsed ones
     metrics["usage"] = usage(completions, price, stats)
     metrics |= stats.record()
     if answer_metrics:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from harness.calls import reply_fields
 from harness.data import pair_ids
+from harness.expected import expected_score
 from harness.parsing import fallback_score, parse_score, reason_code, strict_score
 from harness.types import Completion, Scored
 
@@ -41,6 +42,9 @@ def score(prep: Prepared, completions: dict[str, Completion] | None, seed: int, 
         if c is not None:
             reason = reason_code(text, parsed, label_range, c.finish_reason, c.refusal, error)
         shot_ids = tuple(s.id for s in shots)
+        probs = c.score_probs if c is not None and error is None else None
+        weighted = expected_score(probs, label_range) if probs is not None else None
+        expected, mass = weighted if weighted is not None else (None, None)
         scored = Scored(
             q.id,
             req.prompt,
@@ -55,6 +59,8 @@ def score(prep: Prepared, completions: dict[str, Completion] | None, seed: int, 
             reason,
             parsed_strict,
             prediction_strict,
+            expected=expected,  # --scoring expected: never mixed into prediction
+            expected_mass=mass,
         )
         out.append(dataclasses.replace(scored, **reply_fields(c)))  # finish reason, usage, served model, refusal
     return out

@@ -14,6 +14,7 @@ def _fmt(value: object) -> str:
 
 HEADLINE = ("n", "invalid_pct", "out_of_range_pct", "spearman", "pearson", "spearman_valid", "pearson_valid", "mse")
 STRICT = ("invalid_strict_pct", "spearman_strict", "pearson_strict")
+EXPECTED = ("spearman_expected", "pearson_expected", "expected_mass_mean")
 
 
 def metrics_line(m: dict[str, Any], keys: Sequence[str]) -> str:
@@ -42,6 +43,10 @@ def print_summary(m: dict[str, Any]) -> None:
         print("reasons: " + "  ".join(f"{k}={v}" for k, v in m["reasons"].items()))
     if "invalid_strict_pct" in m:
         print("strict parse (not the paper's rule): " + metrics_line(m, STRICT))
+    if "spearman_expected" in m:
+        print("expected score (from log-probabilities; not the paper's rule): " + metrics_line(m, EXPECTED))
+    if "expected_note" in m:
+        print(f"note: {m['expected_note']}")
     if "submission" in m:
         print(f"submission: {m['submission']}")
     _report_api(m)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +68,9 @@ class Completion:
     served_model: str | None = None  # the `model` field of the reply: the snapshot that actually answered
     truncated: bool = False  # the reply was over the size cap and was cut (harness/backends/base.py)
     deterministic_error: bool = False  # e.g. context_length_exceeded: a rerun would fail the same way
+    # --scoring expected: {"0": p, ..., "10": p}, the first output position's probability of each integer
+    # token (harness/expected.py); None when not asked for or the backend has no log-probabilities.
+    score_probs: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,8 @@ class Scored:
     served_model: str | None = None  # the model id the server reported
     refusal: str | None = None  # the refusal text, when the provider flagged one (the output is then invalid)
     truncated: bool = False  # the reply was cut at the size cap
+    expected: float | None = None  # --scoring expected: probability-weighted score (never mixed with prediction)
+    expected_mass: float | None = None  # the probability the valid score tokens had before renormalising
 
 
 @dataclass(frozen=True)
@@ -180,3 +186,4 @@ class RunConfig:
     shot_sampler: str = "seeded"  # "seeded" (per query) or "reference" (the published script's one stream)
     scoring: str = "parsed"  # "parsed" (the paper's first number) or "expected" (from log-probabilities)
     parse: str = "first-number"  # "strict" adds a second metric set (spearman_strict, ...); never replaces it
+    shot_seed: int | None = None  # None: --seed for "seeded", 42 for "reference" (run_sts_fewshot.py's default)

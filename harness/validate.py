@@ -12,7 +12,7 @@ import math
 import os
 from pathlib import Path
 
-from harness.backends import BACKENDS, OFFLINE_MODELS, backend_for
+from harness.backends import BACKENDS, OFFLINE_MODELS, backend_for, check_scoring
 from harness.inputs import check_regular
 from harness.pricing import price_for
 from harness.qa import answer_config, check_answer_backend, read_answers
@@ -22,8 +22,8 @@ REMOTE = ("openai", "anthropic")
 EMBEDDERS = ("openai", "sentence-transformers", "hf")
 LOCAL_MODEL_BACKENDS = ("vllm", "hf", "sentence-transformers")  # a hub id or a local directory
 # Options whose implementation lands separately (issue 15): refused in one line until then, never ignored.
-SHOT_SAMPLERS_READY = ("seeded",)
-SCORINGS_READY = ("parsed",)
+SHOT_SAMPLERS_READY = ("seeded", "reference")
+SCORINGS_READY = ("parsed", "expected")
 STOP_READY = frozenset({"openai", "anthropic"})  # backends that send --stop sequences
 RAW_OVER_HTTP_READY = True  # --no-chat to an OpenAI-compatible server's /v1/completions
 
@@ -141,6 +141,7 @@ def check_backends(config: RunConfig) -> None:
     models = [(config.model, scoring_backend(config), config.variant != "qa-embed")]
     if config.variant != "sentences" and config.answers is None:
         models.append((answer_config(config).model, check_answer_backend(config), True))
+    check_scoring(config)  # --scoring expected needs log-probabilities: hf, vllm
     for model, name, generates in models:
         local_path = name in LOCAL_MODEL_BACKENDS and model.startswith(("/", "./", "../", "~"))
         if local_path and not Path(model).expanduser().is_dir():

@@ -144,9 +144,9 @@ BAD_INPUT: list[Case] = [
         "--max-cost needs a price",
     ),
     (
-        "dry run, --shot-sampler reference",
-        _args("--model", "overlap", "--data-dir", "DATA", "--shot-sampler", "reference", "--dry-run"),
-        "not available in this version yet",
+        "dry run, --scoring expected on an API model",
+        _args("--model", "gpt-4o", "--data-dir", "DATA", "--scoring", "expected", "--dry-run"),
+        "--scoring expected needs the first output token's log-probabilities",
     ),
 ]
 
@@ -235,7 +235,7 @@ PARITY = [
     ["--model", "gpt-4o", "--no-chat"],
     ["--model", "gpt-4o", "--variant", "qa", "--answer-model", "overlap"],
     ["--model", "overlap", "--variant", "qa-embed", "--answer-model", "gpt-4o"],
-    ["--model", "overlap", "--shot-sampler", "reference"],
+    ["--model", "gpt-4o", "--scoring", "expected"],
     ["--model", "overlap", "--timeout", "nan"],
 ]
 

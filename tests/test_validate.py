@@ -79,8 +79,8 @@ def test_plain_run_ids_pass() -> None:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"shot_sampler": "reference"}, "--shot-sampler reference is not available in this version yet"),
-        ({"scoring": "expected"}, "--scoring expected is not available in this version yet"),
+        ({"shot_sampler": "nearest"}, "--shot-sampler"),
+        ({"scoring": "expected", "model": "gpt-4o"}, "--scoring expected needs the first output token's"),
         ({"parse": "lenient"}, "unknown --parse 'lenient'"),
         ({"variant": "pairs"}, "unknown variant 'pairs'"),
         ({"stop": ("",)}, "--stop needs a non-empty string"),

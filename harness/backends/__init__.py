@@ -9,7 +9,8 @@ from harness.backends.base import PLACEHOLDER_KEY, Backend
 from harness.backends.hf import HFBackend
 from harness.backends.offline import OverlapScorer, RandomScorer
 from harness.backends.vllm import VllmBackend
-from harness.types import HarnessError, RunConfig
+from harness.local_models import KNOWN_MODELS
+from harness.types import SCORINGS, HarnessError, RunConfig
 
 OFFLINE_MODELS = ("random", "overlap")
 BACKENDS = (
@@ -21,6 +22,8 @@ BACKENDS = (
     "sentence-transformers",
 )  # vllm, hf: a hub id or local path, never implied
 _KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# Backends that return the first output position's log-probabilities for --scoring expected.
+EXPECTED_SCORING_BACKENDS = ("hf", "vllm")
 
 
 def backend_for(model: str, base_urls: Sequence[str] = ()) -> str:
@@ -28,13 +31,15 @@ def backend_for(model: str, base_urls: Sequence[str] = ()) -> str:
     nothing means the OpenAI-compatible server at that URL (that is what a user means)."""
     if model in OFFLINE_MODELS:
         return "offline"
+    if model in KNOWN_MODELS:  # weights shipped in a Python package (harness/local_models.py)
+        return "hf"
     if model.startswith("claude"):
         return "anthropic"
     if model.startswith(("gpt-", "o1", "o3", "o4", "chatgpt", "text-")) or base_urls:
         return "openai"
     raise HarnessError(
         f"unknown model {model!r}: pass --backend ({', '.join(BACKENDS)}) to say how to reach it, "
-        f"or use an offline baseline ({', '.join(OFFLINE_MODELS)})"
+        f"or use an offline baseline ({', '.join(OFFLINE_MODELS)}) or a packaged model ({', '.join(KNOWN_MODELS)})"
     )
 
 
@@ -70,11 +75,29 @@ def _api_key(backend: str, base_urls: tuple[str, ...]) -> str:
     raise HarnessError(f"{_KEYS[backend]} is not set: the {backend} backend needs an API key")
 
 
+def check_scoring(config: RunConfig) -> None:
+    """--scoring expected needs log-probabilities: refused in one line where the backend has none."""
+    if config.scoring not in SCORINGS:
+        raise HarnessError(f"unknown --scoring {config.scoring!r}; choose from {', '.join(SCORINGS)}")
+    if config.scoring != "expected":
+        return
+    name = backend_name(config)
+    if name not in EXPECTED_SCORING_BACKENDS:
+        raise HarnessError(
+            f"--scoring expected needs the first output token's log-probabilities, which the {name} backend "
+            f"does not give; use one of: {', '.join(EXPECTED_SCORING_BACKENDS)}"
+        )
+    if config.variant != "sentences":
+        raise HarnessError("--scoring expected scores the sentence prompt: use --variant sentences")
+
+
 def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend:
     """Build the run's backend; fails in one line before any work when it cannot be used."""
+    check_scoring(config)
     name = backend_name(config)
     if config.stop and name not in ("openai", "anthropic"):
         raise HarnessError(f"--stop is sent by the API backends (openai, anthropic), not by {name}")
+    expected = config.scoring == "expected"
     match name:
         case "offline":
             if config.model == "random":
@@ -118,9 +141,9 @@ def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend
                 max_tokens=config.max_tokens,
             )
         case "vllm":
-            return VllmBackend(config.model, config.local, seed=config.seed)
+            return VllmBackend(config.model, config.local, seed=config.seed, expected=expected)
         case "hf":
-            return HFBackend(config.model, config.local)
+            return HFBackend(config.model, config.local, expected=expected)
         case _:
             raise HarnessError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
 

@@ -1,6 +1,9 @@
 """transformers backend: batched greedy `generate` for models vLLM does not serve (T5, Flan-T5, UL2, Tk-Instruct).
 
-torch and transformers are imported when the backend is built, never by `import harness`.
+torch and transformers are imported when the backend is built, never by `import harness`. Names in
+harness/local_models.py (`smollm2-135m`) resolve to weights a Python package ships, with no network.
+With `expected=True` each answer also carries the first output position's score-token probabilities
+(harness/expected.py).
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import local_models
+from harness.expected import score_token_value
 from harness.types import Completion, HarnessError, LocalOptions, Request, Usage
 
 INSTALL_HINT = 'pip install -e ".[hf]"'
@@ -46,6 +51,7 @@ class _Loaded:
     encoder_decoder: bool
     max_positions: int | None  # decoder-only context length; None: no fixed limit (T5's relative positions)
     eos_ids: frozenset[int]
+    score_tokens: dict[int, str]  # token id -> the integer it stands for ("4", " 4", "▁4" -> "4"); expected only
 
 
 class HFBackend:
@@ -54,10 +60,13 @@ class HFBackend:
     name = "hf"
     remote = False  # runs here: the dispatcher hands it every uncached request in one call
 
-    def __init__(self, model: str, options: LocalOptions) -> None:
+    def __init__(self, model: str, options: LocalOptions, expected: bool = False) -> None:
         self.model = model
         self.options = options
+        self.expected = expected
         self.torch, self.transformers = require_hf()
+        # A packaged model (smollm2-135m): checked now (package installed?), converted on first load.
+        self._packaged = local_models.weights_identity(model) if local_models.is_known(model) else None
         if model.startswith(("/", "./", "../", "~")) and not Path(model).expanduser().is_dir():
             raise HarnessError(f"no model directory at {model} (pass a local directory or a hub id)")
         self.batch_size: int | None = options.batch_size  # None until loaded when chosen automatically
@@ -65,7 +74,7 @@ class HFBackend:
 
     def describe(self) -> dict[str, object]:
         """What decides the answers (part of the cache key). Throughput knobs such as the batch size are not."""
-        return {
+        record: dict[str, object] = {
             "engine": "transformers",
             "model": self.model,
             "dtype": self.options.dtype,
@@ -74,19 +83,27 @@ class HFBackend:
             "decoding": "greedy (do_sample=False, num_beams=1), the rest from the model's generation_config",
             "special_tokens": "tokenizer default (T5: </s> appended; GPT-2: none)",
         }
+        if self._packaged is not None:
+            record["packaged_weights"] = self._packaged
+        if self.expected:
+            record["score_probs"] = "softmax of the first output position's logits, summed per integer token 0-10"
+        return record
+
+    def source(self) -> str:
+        """What from_pretrained loads: the converted folder of a packaged model, else the name as given."""
+        return str(local_models.model_dir(self.model)) if self._packaged is not None else self.model
 
     def load(self) -> _Loaded:
         """Load model and tokenizer once; left padding for decoder-only models, right for encoder-decoder."""
         if self._loaded is not None:
             return self._loaded
         torch, tf = self.torch, self.transformers
+        source = self.source()
         try:
-            config = tf.AutoConfig.from_pretrained(self.model)
+            config = tf.AutoConfig.from_pretrained(source)
             encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
             # Deshpande et al. reference code: left padding for GPT-style models, right for T5.
-            tokenizer = tf.AutoTokenizer.from_pretrained(
-                self.model, padding_side="right" if encoder_decoder else "left"
-            )
+            tokenizer = tf.AutoTokenizer.from_pretrained(source, padding_side="right" if encoder_decoder else "left")
             if self.options.chat and not getattr(tokenizer, "chat_template", None):
                 raise HarnessError(f"--chat: the tokenizer of {self.model!r} has no chat template")
             cls = tf.AutoModelForSeq2SeqLM if encoder_decoder else tf.AutoModelForCausalLM
@@ -94,7 +111,7 @@ class HFBackend:
             cuda = torch.cuda.is_available()
             if cuda and _has_accelerate():
                 kwargs["device_map"] = "auto"  # spread over every visible GPU (and CPU if it must)
-            model = cls.from_pretrained(self.model, **kwargs)
+            model = cls.from_pretrained(source, **kwargs)
             if cuda and "device_map" not in kwargs:
                 model = model.to("cuda")
             model.eval()
@@ -110,7 +127,10 @@ class HFBackend:
             max_positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
         if self.batch_size is None:
             self.batch_size = START_BATCH_GPU if torch.cuda.is_available() else START_BATCH_CPU
-        self._loaded = _Loaded(model, tokenizer, model.device, encoder_decoder, max_positions, frozenset(eos_ids))
+        score_tokens = _score_tokens(tokenizer) if self.expected else {}
+        self._loaded = _Loaded(
+            model, tokenizer, model.device, encoder_decoder, max_positions, frozenset(eos_ids), score_tokens
+        )
         return self._loaded
 
     def tokenize(self, requests: Sequence[Request]) -> list[_Item]:
@@ -186,15 +206,43 @@ class HFBackend:
                 do_sample=False,
                 num_beams=1,
                 pad_token_id=pad,
+                return_dict_in_generate=True,
+                output_logits=self.expected,  # raw logits, before any logits processor of generation_config
             )
+        sequences = out.sequences
+        probs = self._first_position_probs(out.logits[0], lm) if self.expected else [None] * len(batch)
         # Encoder-decoder output starts with the decoder start token; decoder-only output repeats the prompt.
-        new = out[:, 1:] if lm.encoder_decoder else out[:, width:]
+        new = sequences[:, 1:] if lm.encoder_decoder else sequences[:, width:]
         completions = []
-        for it, tokens in zip(batch, new.tolist(), strict=True):
+        for it, tokens, p in zip(batch, new.tolist(), probs, strict=True):
             kept = _until_eos(tokens[: it.request.max_tokens], lm.eos_ids)
             text = lm.tokenizer.decode(kept, skip_special_tokens=True)
-            completions.append(Completion(it.request.id, text, usage=Usage(len(it.ids), len(kept))))
+            completions.append(Completion(it.request.id, text, usage=Usage(len(it.ids), len(kept)), score_probs=p))
         return completions
+
+    def _first_position_probs(self, logits: Any, lm: _Loaded) -> list[dict[str, float]]:
+        """Per row: {integer: probability} at the first output position, over the whole vocabulary (float32)."""
+        probs = self.torch.softmax(logits.float(), dim=-1)
+        ids = [i for i in lm.score_tokens if i < probs.shape[-1]]
+        picked = probs[:, ids].tolist() if ids else [[] for _ in range(len(probs))]
+        rows = []
+        for row in picked:
+            sums: dict[str, float] = {}
+            for token_id, p in zip(ids, row, strict=True):
+                score = lm.score_tokens[token_id]
+                sums[score] = sums.get(score, 0.0) + p
+            rows.append(sums)
+        return rows
+
+
+def _score_tokens(tokenizer: Any) -> dict[int, str]:
+    """Every vocabulary entry that decodes to an integer 0-10 (any surrounding whitespace), by id."""
+    found = {}
+    for token_id in range(len(tokenizer)):
+        value = score_token_value(tokenizer.decode([token_id]))
+        if value is not None:
+            found[token_id] = str(value)
+    return found
 
 
 def _refusal(item: _Item, lm: _Loaded) -> str | None:

@@ -2,6 +2,8 @@
 
 `import vllm` below is absolute (PEP 328), so it reaches the vLLM package, not this module. vLLM is an
 optional extra imported when the backend is built; data parallelism is vLLM's own (see the README).
+With `expected=True` (--scoring expected) every request asks for the top `SCORE_LOGPROBS` log-probabilities
+per position, and the first position's integer tokens become the answer's `score_probs` (harness/expected.py).
 """
 
 from __future__ import annotations
@@ -9,9 +11,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from harness.expected import collect_score_probs
 from harness.types import Completion, HarnessError, LocalOptions, Request, Usage
 
 INSTALL_HINT = 'pip install -e ".[vllm]"'
+# vLLM's default cap on returned log-probabilities (max_logprobs): score tokens outside the top 20 count as 0.
+SCORE_LOGPROBS = 20
 
 
 class VllmBackend:
@@ -31,6 +36,7 @@ class VllmBackend:
         seed: int = 0,
         llm_factory: Callable[..., Any] | None = None,
         sampling_params: Callable[..., Any] | None = None,
+        expected: bool = False,
     ) -> None:
         if llm_factory is None or sampling_params is None:
             try:
@@ -42,6 +48,7 @@ class VllmBackend:
         self.model = model
         self.options = options
         self.seed = seed
+        self.expected = expected
         self._llm_factory = llm_factory
         self._sampling_params = sampling_params
         self._llm: Any = None
@@ -61,7 +68,7 @@ class VllmBackend:
 
     def describe(self) -> dict[str, object]:
         """What decides the answers (part of the cache key); GPU count and memory share do not."""
-        return {
+        record: dict[str, object] = {
             "engine": "vllm offline LLM",
             "model": self.model,
             "dtype": self.options.dtype,
@@ -71,6 +78,9 @@ class VllmBackend:
             # max_tokens and temperature travel in each Request and become its SamplingParams.
             "decoding": "SamplingParams(temperature=request.temperature, max_tokens=request.max_tokens, seed=seed)",
         }
+        if self.expected:
+            record["score_probs"] = f"SamplingParams(logprobs={SCORE_LOGPROBS}): first position, per integer token"
+        return record
 
     def engine(self) -> Any:
         """The run's one engine, built on first use (loading takes minutes; a fully cached run never pays it)."""
@@ -85,7 +95,10 @@ class VllmBackend:
         for r in requests:
             key = (r.max_tokens, r.temperature)
             if key not in made:
-                made[key] = self._sampling_params(temperature=r.temperature, max_tokens=r.max_tokens, seed=self.seed)
+                extra = {"logprobs": SCORE_LOGPROBS} if self.expected else {}
+                made[key] = self._sampling_params(
+                    temperature=r.temperature, max_tokens=r.max_tokens, seed=self.seed, **extra
+                )
             per_request.append(made[key])
         return per_request[0] if len(made) == 1 else per_request
 
@@ -112,7 +125,12 @@ class VllmBackend:
 
 
 def completion_from(request_id: str, out: Any) -> Completion:
-    """Map a vLLM RequestOutput (first sample) onto a Completion with token usage."""
+    """Map a vLLM RequestOutput (first sample) onto a Completion with token usage (and score_probs when
+    log-probabilities were asked for: `sample.logprobs` is one {token id: Logprob} per generated position)."""
     sample = out.outputs[0]
     usage = Usage(len(out.prompt_token_ids or ()), len(sample.token_ids or ()))
-    return Completion(request_id, sample.text, usage=usage)
+    positions = getattr(sample, "logprobs", None)
+    probs = None
+    if positions:
+        probs = collect_score_probs(((lp.decoded_token or "", lp.logprob) for lp in positions[0].values()), True)
+    return Completion(request_id, sample.text, usage=usage, score_probs=probs)
