@@ -216,7 +216,8 @@ class OpenAIBackend:
     def check_model(self) -> None:
         """Fail in one line when a server lists its models and this one is not among them."""
         served = self.served_models()
-        if served is not None and self.model not in served:
+        # An empty list offers nothing to check against (transformers serve lists no model for a local folder).
+        if served and self.model not in served:
             shown = ", ".join(repr(m) for m in served[:10]) + (" ..." if len(served) > 10 else "")
             raise HarnessError(
                 f"model {self.model!r} is not served at {', '.join(self.base_urls)}: it serves {shown or 'nothing'}"
