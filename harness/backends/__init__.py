@@ -95,8 +95,6 @@ def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend
     """Build the run's backend; fails in one line before any work when it cannot be used."""
     check_scoring(config)
     name = backend_name(config)
-    if config.stop and name not in ("openai", "anthropic"):
-        raise HarnessError(f"--stop is sent by the API backends (openai, anthropic), not by {name}")
     expected = config.scoring == "expected"
     match name:
         case "offline":
