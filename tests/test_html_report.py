@@ -82,7 +82,7 @@ def _ids_on_every_page(page: Any, prefix: str) -> list[str]:
 
 
 def test_the_sample_browser_in_a_real_browser(tmp_path: Path) -> None:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     executable = _browser()
     out, runs = _report(tmp_path)
@@ -127,7 +127,8 @@ def test_the_sample_browser_in_a_real_browser(tmp_path: Path) -> None:
         assert replies == [ATTACKS[1], ATTACKS[2]]
         assert page.evaluate("window.__pwned") is None
         page.click("#sb-table tbody tr details summary")
-        assert page.inner_text("#sb-table tbody tr details pre") == old[1]["prompt"]
+        # The prompt is filled on the "toggle" event, which the browser fires after the click returns: wait for it.
+        expect(page.locator("#sb-table tbody tr details pre").first).to_have_text(old[1]["prompt"])
         page.locator("#samples").screenshot(path=str(tmp_path / "samples.png"))
 
         # Side by side: only the run on the same items is offered; the largest disagreement comes first.
