@@ -3,7 +3,7 @@
 
 import sys
 
-from harness.cli import main
+from harness.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -9,20 +9,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.backends import make_backend, make_embedding_backend
-from harness.backends.base import Backend
-from harness.calls import call, price_of, usage
-from harness.data import LABEL_RANGES, load_dataset
-from harness.dispatch import DispatchStats
-from harness.dryrun import dry_run_estimate, dry_run_samples, placeholder_prompts
-from harness.expected import expected_metrics
-from harness.fewshot import make_picker
-from harness.labels import apply_label_set, take_subset
-from harness.metrics import compute_metrics
-from harness.pricing import Price
-from harness.prompts import PromptRenderer, template_name
-from harness.provenance import git_commit, package_versions
-from harness.qa import (
+from harness.calling.backends import make_backend, make_embedding_backend
+from harness.calling.backends.base import Backend
+from harness.calling.calls import call, price_of, usage
+from harness.calling.dispatch import DispatchStats
+from harness.calling.estimate import dry_run_estimate, dry_run_samples, placeholder_prompts
+from harness.calling.pricing import Price
+from harness.config.settings import RunConfig
+from harness.config.validate import validate
+from harness.datasets.labels import apply_label_set, take_subset
+from harness.datasets.load import LABEL_RANGES, load_dataset
+from harness.prompting.fewshot import make_picker
+from harness.prompting.render import PromptRenderer, template_name
+from harness.results.provenance import git_commit, package_versions
+from harness.results.write import Claim, claim, make_run_id, write_run
+from harness.scoring.expected import expected_metrics
+from harness.scoring.metrics import compute_metrics
+from harness.scoring.score import score
+from harness.types import Completion, Dataset, Example, HarnessError, Request, Scored
+from harness.variants.qa import (
     ANSWER_TEMPLATE,
     SCORE_TEMPLATE,
     AnswerKey,
@@ -34,10 +39,6 @@ from harness.qa import (
     make_answer_backend,
     score_requests,
 )
-from harness.results import Claim, claim, make_run_id, write_run
-from harness.scoring import score
-from harness.types import Completion, Dataset, Example, HarnessError, Request, RunConfig, Scored
-from harness.validate import validate
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.claims import claim
-from harness.data import SPLITS
-from harness.types import HarnessError, RunConfig
+from harness.config.settings import RunConfig
+from harness.datasets.load import SPLITS
+from harness.results.claims import claim
+from harness.types import HarnessError
 
 # The options that may hold comma lists, and the RunConfig field each sets.
 GRID_OPTIONS = {"--dataset": "dataset", "--model": "model", "--instr": "instr", "--shots": "shots"}
@@ -110,7 +111,7 @@ def finished_runs(results_dir: Path) -> dict[str, Path]:
 
 def run_sweep(base: RunConfig, grid: dict[str, list[str]], log: Callable[[str], None] = print) -> SweepResult:
     """Plan every cell first (bad settings fail before any model call), run the unfinished ones, then report."""
-    from harness.report import write_report  # deferred: matplotlib only when a sweep finishes
+    from harness.reporting.report import write_report  # deferred: matplotlib only when a sweep finishes
     from harness.runner import plan, run
 
     configs = cells(base, grid)
@@ -119,7 +120,7 @@ def run_sweep(base: RunConfig, grid: dict[str, list[str]], log: Callable[[str], 
     hashes = [p.record["config_hash"] for p in planned]
     done = {} if base.dry_run else finished_runs(base.results_dir)
     if base.api.batch is not None and not base.dry_run:  # every unfinished cell's requests in one set of batches
-        from harness.batch.run import prefetch
+        from harness.calling.batch.run import prefetch
 
         todo = [p for p, h in zip(planned, hashes, strict=True) if h not in done and p.prep.requests]
         prefetch([(p.backend, p.prep.requests, p.price) for p in todo if p.backend is not None], base)

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.metrics import compute_metrics
-from harness.parsing import fallback_score, parse_score
-from harness.runs import load_run
+from harness.results.read import load_run
+from harness.scoring.metrics import compute_metrics
+from harness.scoring.parsing import fallback_score, parse_score
 
 
 def gold(i: int, dataset: str = "csts") -> float:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from harness.config.settings import RunConfig
 from harness.runner import prepare, score
-from harness.types import Completion, RunConfig
+from harness.types import Completion
 
 
 def test_prepare_renders_one_request_per_query_with_its_shots(csts_dir: Path) -> None:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
+from harness.config.settings import RunConfig
 from harness.sweep import cells, finished_runs, run_sweep, split_grid
-from harness.types import HarnessError, RunConfig
+from harness.types import HarnessError
 
 
 def _run_dirs(results: Path) -> list[Path]:

@@ -22,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness.backends.openai import OpenAIBackend  # noqa: E402
-from harness.cache import ResponseCache  # noqa: E402
-from harness.dispatch import DispatchOptions, DispatchStats, complete_all  # noqa: E402
+from harness.calling.backends.openai import OpenAIBackend  # noqa: E402
+from harness.calling.cache import ResponseCache  # noqa: E402
+from harness.calling.dispatch import DispatchOptions, DispatchStats, complete_all  # noqa: E402
 from harness.types import Request  # noqa: E402
 
 # About the size of a rendered C-STS prompt with a few shots (made-up text).

@@ -16,12 +16,12 @@ from pathlib import Path
 T0 = time.process_time()
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness.backends.offline import OverlapScorer  # noqa: E402
-from harness.data import load_dataset  # noqa: E402
-from harness.fewshot import ShotPicker  # noqa: E402
-from harness.metrics import compute_metrics  # noqa: E402
-from harness.parsing import fallback_score, parse_score  # noqa: E402
-from harness.prompts import PromptRenderer, template_name  # noqa: E402
+from harness.calling.backends.offline import OverlapScorer  # noqa: E402
+from harness.datasets.load import load_dataset  # noqa: E402
+from harness.prompting.fewshot import ShotPicker  # noqa: E402
+from harness.prompting.render import PromptRenderer, template_name  # noqa: E402
+from harness.scoring.metrics import compute_metrics  # noqa: E402
+from harness.scoring.parsing import fallback_score, parse_score  # noqa: E402
 from harness.types import Request, Scored  # noqa: E402
 
 IMPORT_S = time.process_time() - T0

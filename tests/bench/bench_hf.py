@@ -25,7 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness.types import LocalOptions, Request  # noqa: E402
+from harness.config.settings import LocalOptions  # noqa: E402
+from harness.types import Request  # noqa: E402
 
 SHARED = Path(os.environ.get("CSTS_SHARED_DIR", ROOT.parent / "shared"))
 ARCHIVE, PASSWORD = SHARED / "data/csts/csts.tar.enc", SHARED / "data/csts/PASSWORD"
@@ -40,7 +41,7 @@ SHAPES = {  # (d_model, d_ff, layers, heads, d_kv): Flan-T5 configs, gated-gelu,
 def prompts(n: int) -> tuple[list[Request], str]:
     """n C-STS k=4 long prompts (T5 layout), real when the shared release is present, else synthetic."""
     from harness.runner import prepare
-    from harness.types import RunConfig
+    from harness.config.settings import RunConfig
 
     if ARCHIVE.is_file():
         config = RunConfig(model="bench", shots=4, template="t5-long", archive=ARCHIVE, password_file=PASSWORD)
@@ -62,7 +63,7 @@ def build(directory: Path, shape: str) -> int:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
 
-    from harness.data import load_dataset
+    from harness.datasets.load import load_dataset
 
     text = [f"{e.sentence1} {e.sentence2}" for e in load_dataset("stsb", "train").examples]
     text += ["Input: Sentence 1: Sentence 2: Condition: Output: Definition: Evaluate the similarity"] * 50
@@ -102,7 +103,7 @@ def one(model_dir: str, n: int, batch_size: int, dtype: str) -> dict[str, object
     """Run the hf backend over n prompts at one batch size (this process only); time and memory."""
     import torch
 
-    from harness.backends.hf import HFBackend
+    from harness.calling.backends.hf import HFBackend
 
     requests, _ = prompts(n)
     backend = HFBackend(model_dir, LocalOptions(batch_size=batch_size, dtype=dtype))

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.report import write_report
+from harness.reporting.report import write_report
 from tests.synthetic_runs import make_run
 
 

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from harness import local_models  # noqa: E402
-from harness.cli import main, run_parser  # noqa: E402
+from harness.cli.main import main, run_parser  # noqa: E402
 from tests.servers.transformers_serve import transformers_serve  # noqa: E402
 
 SETTINGS = ("overlap", "random", "hf-raw", "hf-chat", "serve-chat", "serve-raw")
@@ -76,8 +76,8 @@ def row(name: str, m: dict[str, Any], wall: float, setup: float, n: int, before:
 
 def model_load_seconds() -> float:
     """How long the hf backend takes to load the converted SmolLM2 folder (subtracted from in-process rates)."""
-    from harness.backends.hf import HFBackend
-    from harness.types import LocalOptions
+    from harness.calling.backends.hf import HFBackend
+    from harness.config.settings import LocalOptions
 
     start = time.perf_counter()
     HFBackend(local_models.KNOWN_MODELS["smollm2-135m"].name, LocalOptions()).load()

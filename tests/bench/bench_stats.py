@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from harness.stats import bootstrap_ci, compare_paired
+from harness.scoring.stats import bootstrap_ci, compare_paired
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""Stage 3: send prompts to a backend: dispatch, retries, cache, cost, batch endpoints."""

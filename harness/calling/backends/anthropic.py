@@ -1,0 +1,181 @@
+"""Anthropic Messages API via AsyncAnthropic.
+
+The installed SDK (anthropic 2.x) sends API version 2026-10-21 and has no `temperature`, `top_p` or
+`top_k` in `messages.create`: under that version any sampling parameter is a 400 on every model. So by
+default we send none and the model samples at its default: decoding is NOT deterministic, and
+describe() says so. `--anthropic-greedy` asks for greedy decoding the one way still supported: pin the
+request to API version 2023-06-01 and send `temperature: 0` in the body (extra_body). Models that no
+longer accept sampling parameters at all (Opus 4.7 and later, generation-5 models) answer that with a
+400, and the run stops with their message. The Messages API is chat-only: `--no-chat` is refused.
+Stop reasons are recorded in OpenAI's words (end_turn, stop_sequence -> stop; max_tokens -> length).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+import anthropic
+from anthropic import AsyncAnthropic
+from anthropic.types import Message
+
+from harness.calling.backends.base import (
+    ClientPool,
+    MalformedReply,
+    RetryableError,
+    clean_reply,
+    one_attempt_each,
+    redact,
+    status_error,
+    timeout_error,
+)
+from harness.types import Completion, HarnessError, Request, Usage
+
+LEGACY_API_VERSION = "2023-06-01"  # the last API version that accepts temperature
+ENDPOINT = "/v1/messages"
+_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+
+
+def http_client() -> anthropic.DefaultAioHttpClient | None:
+    """The SDK's aiohttp transport when aiohttp is installed (less CPU per request; see backends/openai.py)."""
+    try:
+        return anthropic.DefaultAioHttpClient()
+    except RuntimeError:
+        return None
+
+
+class AnthropicBackend:
+    """Messages API; one AsyncAnthropic client per base URL, SDK retries off (dispatch retries)."""
+
+    name = "anthropic"
+    remote = True
+    endpoint = ENDPOINT
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str,
+        base_urls: Sequence[str] = (),
+        timeout: float = 120.0,
+        greedy: bool = False,
+        chat: bool | None = None,
+        stop: Sequence[str] = (),
+        max_tokens: int = 20,
+    ) -> None:
+        if chat is False:
+            raise HarnessError(
+                f"--no-chat: Anthropic models are chat-only ({model!r}): the Messages API takes messages"
+            )
+        self.model = model
+        self._key = api_key
+        self.greedy = greedy
+        self.chat = True
+        self.stop = list(stop)
+        self.max_tokens = max_tokens  # what describe() records; each Request carries its own
+        headers = {"anthropic-version": LEGACY_API_VERSION} if greedy else None
+        urls: Sequence[str | None] = list(base_urls) or [None]
+        self.clients = [
+            AsyncAnthropic(
+                api_key=api_key,
+                base_url=u,
+                max_retries=0,
+                timeout=timeout,
+                default_headers=headers,
+                http_client=http_client(),
+            )
+            for u in urls
+        ]
+        self.base_urls = [str(c.base_url) for c in self.clients]
+        self.pool = ClientPool(self.clients)
+
+    def body(self, request: Request) -> dict[str, Any]:
+        """The exact JSON body sent to `endpoint`: `send` posts it, the batch path (harness/batch) submits it as
+        a request's `params`. Temperature only in greedy mode (the SDK's create() has no argument for it)."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": request.prompt}],
+            "max_tokens": request.max_tokens,
+        }
+        if self.greedy:
+            body["temperature"] = request.temperature
+        if self.stop:
+            body["stop_sequences"] = list(self.stop)
+        return body
+
+    def describe(self) -> dict[str, object]:
+        body = self.body(Request("", "", max_tokens=self.max_tokens))
+        sent = {k: v for k, v in body.items() if k not in ("model", "messages")}
+        return {
+            "api": "messages",
+            "endpoint": self.endpoint,
+            "chat": True,
+            "base_urls": sorted(self.base_urls),
+            "messages": "one user message holding the rendered prompt",
+            "api_version": self.clients[0].default_headers.get("anthropic-version"),
+            "sent": sent,
+            "deterministic": self.greedy,
+            "decoding": (
+                "greedy: temperature 0 on API version 2023-06-01 (--anthropic-greedy)"
+                if self.greedy
+                else "the model's default sampling: this SDK's API version rejects temperature "
+                "(pass --anthropic-greedy for temperature 0 where the model still allows it)"
+            ),
+        }
+
+    def output_budget(self, request: Request) -> int:
+        return request.max_tokens
+
+    async def send(self, request: Request) -> Completion:
+        body = self.body(request)
+        # This SDK's messages.create has no temperature argument: it travels in extra_body.
+        extra = {"temperature": body.pop("temperature")} if "temperature" in body else None
+        with self.pool.lease() as client, sdk_errors(self._key, self.body(request)):
+            response = await client.messages.create(**body, extra_body=extra)
+        return self.completion_from(request.id, response)
+
+    def completion_from(self, request_id: str, response: Message) -> Completion:
+        """A reply as a Completion, whether it came one by one or in a batch's results (harness/batch)."""
+        if response.content is None:
+            raise MalformedReply("malformed reply: no content")
+        text = "".join(getattr(block, "text", "") for block in response.content if block.type == "text")
+        stop = response.stop_reason
+        refusal = None
+        if stop == "refusal":  # the model declined: an answer (scored invalid), its words kept
+            refusal, text = clean_reply(text or "stop_reason: refusal", self._key)[0], ""
+        text, truncated = clean_reply(text, self._key)
+        usage = response.usage
+        tokens = Usage(usage.input_tokens or 0, usage.output_tokens or 0) if usage else Usage()
+        return Completion(
+            request_id,
+            text,
+            usage=tokens,
+            finish_reason=_FINISH.get(stop, stop) if stop else None,
+            refusal=refusal,
+            served_model=getattr(response, "model", None),
+            truncated=truncated,
+        )
+
+    def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
+        """One attempt per request, in order (harness/calling/dispatch.py calls `send` with retries instead)."""
+        return one_attempt_each(self.send, requests)
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+
+
+@contextlib.contextmanager
+def sdk_errors(key: str, body: dict[str, Any] | None = None) -> Iterator[None]:
+    """Map the SDK's exceptions onto ours (retry or fail fast), with the key redacted from every message;
+    `body` (what was sent) lets a 400 that names a sent field be told apart (harness/calling/backends/base.py)."""
+    try:
+        yield
+    except anthropic.APIStatusError as e:
+        message = redact(e.api_message or e.message, key)
+        raise status_error(e.status_code, message, e.response.headers, sent=body or ()) from None
+    except anthropic.APITimeoutError as e:
+        raise timeout_error(e, key) from None
+    except anthropic.APIConnectionError as e:
+        raise RetryableError(f"connection error: {redact(str(e), key)}") from None
+    except (anthropic.APIResponseValidationError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
+        raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None

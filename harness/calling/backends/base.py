@@ -1,0 +1,236 @@
+"""The one backend interface. Backends are batch-shaped, async, and know nothing of C-STS.
+
+Two kinds, told apart by the class attribute `remote`:
+
+- Local backends (`remote = False`: offline baselines, vllm, hf) implement `complete(requests)`. The
+  dispatcher (harness/calling/dispatch.py) calls it ONCE with every request the cache could not answer, so a
+  local engine sees the whole batch (vLLM's continuous batching), and yields one Completion per request
+  in any order.
+- API backends (`remote = True`: openai, anthropic) implement `send(request)`: one attempt at one
+  request (the JSON `body(request)` posted to `endpoint`), raising `RetryableError`, `MalformedReply` or
+  `PermanentError` (below) instead of SDK exceptions. The
+  dispatcher calls it per request under its concurrency limit, timeout and retry policy. Retries,
+  concurrency and caching live there, in one place, never inside a backend.
+
+Every backend goes through the same response cache (harness/calling/cache.py). Its key is a hash of
+`backend.name`, `backend.model`, `backend.describe()` and the request's prompt and decoding fields, so
+`describe()` must name everything besides the prompt that decides the answer (endpoint, decoding
+parameters, chat template on or off, ...) and nothing that changes between identical runs (no
+timestamps, no process ids, never a secret). A backend whose answers are not worth storing declares
+`cacheable = False` (the offline baselines: pure functions of the prompt).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping, Sequence
+from typing import Any, Generic, Protocol, TypeVar
+
+from harness.types import Completion, Request
+
+
+class Backend(Protocol):
+    """Turns requests into completions, in any order; one Completion per Request id."""
+
+    name: str
+    model: str
+    remote: bool
+
+    def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
+        """Yield a Completion for every request (an `error` Completion when it failed for good)."""
+        ...
+
+    def describe(self) -> dict[str, object]:
+        """What is sent and how (decoding parameters, endpoint), for config.json and the cache key. No secrets."""
+        ...
+
+
+class RemoteBackend(Backend, Protocol):
+    """An API backend: the dispatcher calls `send` per request, with its own retries, timeout and limit.
+
+    `body(request)` is the exact JSON `send` posts to `endpoint` (e.g. "/v1/chat/completions"): the one
+    source of truth for what a request is, for batch files too."""
+
+    @property
+    def endpoint(self) -> str: ...
+
+    def body(self, request: Request) -> dict[str, Any]:
+        """The request body, exactly as sent (model, prompt or messages, decoding fields)."""
+        ...
+
+    async def send(self, request: Request) -> Completion:
+        """One attempt. Raises RetryableError or PermanentError; a returned Completion is a model answer."""
+        ...
+
+    def output_budget(self, request: Request) -> int:
+        """The most output tokens this request can be billed for (for --max-cost and --dry-run)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients (inside the event loop that used them)."""
+        ...
+
+
+class RetryableError(Exception):
+    """A failure worth another try: 408/409/429/5xx/529, a dropped connection, a timeout, a malformed reply."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after  # seconds the provider asked us to wait, if it said
+
+
+class MalformedReply(RetryableError):
+    """A reply we cannot read (truncated JSON, invalid UTF-8, no text and no refusal): that request's problem,
+    retried a few times (dispatch's MALFORMED_TRIES), never cached, never the whole run's."""
+
+
+class PermanentError(Exception):
+    """A failure that another try would repeat. `fatal`: every request would fail (401/403/404, or a 400 that
+    names the request's shape), so the run stops. Otherwise it is this request's error, named by `kind`
+    (e.g. "context_length_exceeded") so that the user is not told to rerun."""
+
+    def __init__(self, message: str, fatal: bool = False, kind: str | None = None) -> None:
+        super().__init__(f"{kind}: {message}" if kind else message)
+        self.fatal = fatal
+        self.kind = kind
+
+
+RETRYABLE_STATUS = frozenset({408, 409, 429, 529})
+FATAL_STATUS = frozenset({401, 403, 404})  # a bad key, no access, no such model: every request would fail
+PLACEHOLDER_KEY = "EMPTY"  # sent to your own server (--base-url) when no key is set; never redacted
+REPLY_CAP_BYTES = 1_000_000  # a longer reply is cut here and flagged `truncated` (a score needs a few bytes)
+
+# A prompt over the context length, in the words of OpenAI, vLLM, llama.cpp, TGI and Anthropic.
+_CONTEXT = re.compile(
+    r"context[_ ]length|maximum context|context (?:size|window)|maximum model length|prompt is too long"
+    r"|exceed_context_size|too many (?:input )?tokens|tokens \+ `?max_new_tokens`? must be",
+    re.IGNORECASE,
+)
+# A 400 about the request's shape (a parameter the model rejects): every request would get it.
+_SHAPE_CODES = frozenset({"unsupported_parameter", "unsupported_value"})
+_SHAPE = re.compile(
+    r"unsupported parameter|not supported with this model|unrecognized request argument"
+    r"|extra inputs are not permitted|unknown parameter",
+    re.IGNORECASE,
+)
+_PROMPT_PARAMS = frozenset({"model", "messages", "prompt", "input"})
+
+
+def status_error(
+    status: int,
+    message: str,
+    headers: Mapping[str, str],
+    code: str | None = None,
+    param: str | None = None,
+    sent: Collection[str] = (),
+) -> RetryableError | PermanentError:
+    """Map an HTTP error to our policy: retry 408/409/429/5xx/529; stop the run on 401/403/404 and on a 400
+    that names the request's shape (`param` or the message names a parameter we sent, other than the prompt);
+    any other 4xx is this request's own error (a prompt over the context length: `context_length_exceeded`)."""
+    text = f"HTTP {status}: {message}"
+    if status in RETRYABLE_STATUS or status >= 500:
+        return RetryableError(text, retry_after_seconds(headers))
+    if status in FATAL_STATUS:
+        return PermanentError(text, fatal=True)
+    if code == "context_length_exceeded" or _CONTEXT.search(f"{message} {code or ''}"):
+        return PermanentError(text, kind="context_length_exceeded")
+    if status == 413:
+        return PermanentError(text, kind="request_too_large")
+    names = [p for p in sent if p not in _PROMPT_PARAMS]
+    named = bool(names) and re.search(rf"\b(?:{'|'.join(map(re.escape, names))})\b", message) is not None
+    if status in (400, 422) and (
+        code in _SHAPE_CODES or (param and param.split("[")[0] not in _PROMPT_PARAMS) or named or _SHAPE.search(message)
+    ):
+        return PermanentError(text, fatal=True)
+    return PermanentError(text, kind="bad_request")
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds to wait from `retry-after-ms` (OpenAI, Anthropic) or `retry-after` (seconds or an HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def redact(text: str, secret: str | None) -> str:
+    """Remove a secret from a message or reply before it is recorded or printed (providers echo bad keys back)."""
+    if secret and len(secret) >= 4 and secret != PLACEHOLDER_KEY:
+        text = text.replace(secret, "[redacted]")
+    return text
+
+
+def clean_reply(text: str, key: str | None) -> tuple[str, bool]:
+    """(the reply as stored, whether it was cut): the key redacted, at most REPLY_CAP_BYTES of UTF-8."""
+    text = redact(text, key)
+    if len(text) * 4 <= REPLY_CAP_BYTES:  # cheap test first: no character takes more than 4 bytes
+        return text, False
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= REPLY_CAP_BYTES:
+        return text, False
+    return raw[:REPLY_CAP_BYTES].decode("utf-8", "ignore"), True
+
+
+def timeout_error(e: BaseException, key: str | None) -> RetryableError:
+    """A timeout from an SDK: the SDKs' aiohttp transport also reports a refused connection as a (connect)
+    timeout, so say which it was; both are retried."""
+    cause = e.__cause__
+    if cause is not None and "connect" in type(cause).__name__.lower():
+        return RetryableError(f"connection error: {redact(str(cause), key)}")
+    return RetryableError("request timed out")
+
+
+C = TypeVar("C")
+
+
+class ClientPool(Generic[C]):
+    """One SDK client per base URL; each attempt leases the least busy one (round-robin among equals)."""
+
+    def __init__(self, clients: Sequence[C]) -> None:
+        self.clients = list(clients)
+        self._in_flight = [0] * len(self.clients)
+        self._turn = 0
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[C]:
+        n = len(self.clients)
+        start, self._turn = self._turn, (self._turn + 1) % n
+        i = min(((start + k) % n for k in range(n)), key=lambda j: self._in_flight[j])
+        self._in_flight[i] += 1
+        try:
+            yield self.clients[i]
+        finally:
+            self._in_flight[i] -= 1
+
+    async def aclose(self) -> None:
+        """Close every client (inside the event loop that used them)."""
+        for c in self.clients:
+            await c.close()  # type: ignore[attr-defined]
+
+
+async def one_attempt_each(
+    send: Callable[[Request], Awaitable[Completion]], requests: Sequence[Request]
+) -> AsyncIterator[Completion]:
+    """`complete` for API backends used without dispatch: one attempt per request, in order, errors as Completions."""
+    for r in requests:
+        try:
+            yield await send(r)
+        except (RetryableError, PermanentError) as e:
+            yield Completion(r.id, None, error=str(e))

@@ -1,0 +1,80 @@
+"""Embedding backends for the qa-embed variant (Tu et al. 2024, §4.1): a request's prompt is one text to embed.
+
+They plug into the same dispatch (cache, retries, concurrency) as the text backends: the Completion's
+text is the embedding as a JSON list of floats, so a vector is cached like any other answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from harness.calling.backends.base import MalformedReply
+from harness.calling.backends.openai import OpenAIBackend, sdk_errors
+from harness.types import Completion, HarnessError, Request, Usage
+
+
+class OpenAIEmbeddingBackend(OpenAIBackend):
+    """OpenAI's embeddings API (text-embedding-ada-002 as in Tu et al., text-embedding-3-*), or a compatible server."""
+
+    name = "openai-embeddings"
+
+    @property
+    def endpoint(self) -> str:
+        return "/v1/embeddings"
+
+    def body(self, request: Request) -> dict[str, Any]:
+        """The exact JSON body sent to `endpoint`."""
+        return {"model": self.model, "input": [request.prompt]}
+
+    def describe(self) -> dict[str, object]:
+        return {"api": "embeddings", "base_urls": sorted(self.base_urls), "deterministic": True}
+
+    def output_budget(self, request: Request) -> int:
+        return 0  # embeddings bill input tokens only
+
+    async def send(self, request: Request) -> Completion:
+        body = self.body(request)
+        with self.pool.lease() as client, sdk_errors(self._key, body):
+            response = await client.embeddings.create(**body)
+        if not response.data:
+            raise MalformedReply("malformed reply: no embedding in the reply")
+        tokens = response.usage.prompt_tokens if response.usage else 0
+        return Completion(request.id, json.dumps(response.data[0].embedding), usage=Usage(tokens or 0, 0))
+
+
+class SentenceTransformerBackend:
+    """A local sentence-transformers model (a directory or hub id), all texts encoded in one call."""
+
+    name = "sentence-transformers"
+    remote = False
+
+    def __init__(self, model: str, batch_size: int | None = None) -> None:
+        self.model = model
+        self.batch_size = batch_size or 64
+        self._encoder: object | None = None
+
+    def _load(self) -> object:
+        if self._encoder is None:
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError:
+                raise HarnessError(
+                    "the qa-embed variant with a local model needs sentence-transformers: "
+                    'pip install -e ".[hf]" sentence-transformers'
+                ) from None
+            try:
+                self._encoder = SentenceTransformer(self.model)
+            except Exception as e:  # a missing directory, no hub access, a broken checkpoint
+                raise HarnessError(f"cannot load sentence-transformers model {self.model!r}: {e}") from None
+        return self._encoder
+
+    def describe(self) -> dict[str, object]:
+        return {"engine": "sentence-transformers", "normalize": False, "deterministic": True}
+
+    async def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
+        encoder = self._load()
+        vectors = encoder.encode([r.prompt for r in requests], batch_size=self.batch_size)  # type: ignore[attr-defined]
+        for r, v in zip(requests, vectors, strict=True):
+            yield Completion(r.id, json.dumps([float(x) for x in v]))

@@ -1,0 +1,276 @@
+"""transformers backend: batched greedy `generate` for models vLLM does not serve (T5, Flan-T5, UL2, Tk-Instruct).
+
+torch and transformers are imported when the backend is built, never by `import harness`. Names in
+harness/calling/backends/local_models.py (`smollm2-135m`) resolve to weights a Python package ships, with no network.
+With `expected=True` each answer also carries the first output position's score-token probabilities
+(harness/scoring/expected.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.calling.backends import local_models
+from harness.config.settings import LocalOptions
+from harness.scoring.expected import score_token_value
+from harness.types import Completion, HarnessError, Request, Usage
+
+INSTALL_HINT = 'pip install -e ".[hf]"'
+# Auto batch size: start here and halve on CUDA out-of-memory until a batch fits.
+START_BATCH_GPU = 64
+START_BATCH_CPU = 8
+
+
+def require_hf() -> tuple[Any, Any]:
+    """(torch, transformers), or one line saying what to install."""
+    try:
+        import torch
+        import transformers
+    except ImportError as e:
+        missing = e.name or "torch/transformers"
+        raise HarnessError(
+            f"the hf backend needs torch and transformers ({missing} is not installed): {INSTALL_HINT}"
+        ) from None
+    return torch, transformers
+
+
+@dataclass(frozen=True)
+class _Item:
+    request: Request
+    ids: list[int]
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    model: Any
+    tokenizer: Any
+    device: Any
+    encoder_decoder: bool
+    max_positions: int | None  # decoder-only context length; None: no fixed limit (T5's relative positions)
+    eos_ids: frozenset[int]
+    score_tokens: dict[int, str]  # token id -> the integer it stands for ("4", " 4", "▁4" -> "4"); expected only
+
+
+class HFBackend:
+    """One model loaded once per run; prompts sorted by length and generated in padded batches."""
+
+    name = "hf"
+    remote = False  # runs here: the dispatcher hands it every uncached request in one call
+
+    def __init__(self, model: str, options: LocalOptions, expected: bool = False) -> None:
+        self.model = model
+        self.options = options
+        self.expected = expected
+        self.torch, self.transformers = require_hf()
+        # A packaged model (smollm2-135m): checked now (package installed?), converted on first load.
+        self._packaged = local_models.weights_identity(model) if local_models.is_known(model) else None
+        if model.startswith(("/", "./", "../", "~")) and not Path(model).expanduser().is_dir():
+            raise HarnessError(f"no model directory at {model} (pass a local directory or a hub id)")
+        self.batch_size: int | None = options.batch_size  # None until loaded when chosen automatically
+        self._loaded: _Loaded | None = None
+
+    def describe(self) -> dict[str, object]:
+        """What decides the answers (part of the cache key). Throughput knobs such as the batch size are not."""
+        record: dict[str, object] = {
+            "engine": "transformers",
+            "model": self.model,
+            "dtype": self.options.dtype,
+            "chat_template": self.options.chat,
+            # max_tokens and temperature travel in each Request; greedy is the only decoding here.
+            "decoding": "greedy (do_sample=False, num_beams=1), the rest from the model's generation_config",
+            "special_tokens": "tokenizer default (T5: </s> appended; GPT-2: none)",
+        }
+        if self._packaged is not None:
+            record["packaged_weights"] = self._packaged
+        if self.expected:
+            record["score_probs"] = "softmax of the first output position's logits, summed per integer token 0-10"
+        return record
+
+    def source(self) -> str:
+        """What from_pretrained loads: the converted folder of a packaged model, else the name as given."""
+        return str(local_models.model_dir(self.model)) if self._packaged is not None else self.model
+
+    def load(self) -> _Loaded:
+        """Load model and tokenizer once; left padding for decoder-only models, right for encoder-decoder."""
+        if self._loaded is not None:
+            return self._loaded
+        torch, tf = self.torch, self.transformers
+        source = self.source()
+        try:
+            config = tf.AutoConfig.from_pretrained(source)
+            encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
+            # Deshpande et al. reference code: left padding for GPT-style models, right for T5.
+            tokenizer = tf.AutoTokenizer.from_pretrained(source, padding_side="right" if encoder_decoder else "left")
+            if self.options.chat and not getattr(tokenizer, "chat_template", None):
+                raise HarnessError(f"--chat: the tokenizer of {self.model!r} has no chat template")
+            cls = tf.AutoModelForSeq2SeqLM if encoder_decoder else tf.AutoModelForCausalLM
+            kwargs: dict[str, Any] = {"dtype": _torch_dtype(torch, self.options.dtype)}
+            cuda = torch.cuda.is_available()
+            if cuda and _has_accelerate():
+                kwargs["device_map"] = "auto"  # spread over every visible GPU (and CPU if it must)
+            model = cls.from_pretrained(source, **kwargs)
+            if cuda and "device_map" not in kwargs:
+                model = model.to("cuda")
+            model.eval()
+        except (OSError, ValueError, ImportError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise HarnessError(f"cannot load {self.model!r} with transformers: {first}") from None
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token  # as the reference code did for GPT models
+        eos = model.generation_config.eos_token_id
+        eos_ids = {*(eos if isinstance(eos, list) else [eos]), tokenizer.eos_token_id} - {None}
+        max_positions = None
+        if not encoder_decoder:
+            max_positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+        if self.batch_size is None:
+            self.batch_size = START_BATCH_GPU if torch.cuda.is_available() else START_BATCH_CPU
+        score_tokens = _score_tokens(tokenizer) if self.expected else {}
+        self._loaded = _Loaded(
+            model, tokenizer, model.device, encoder_decoder, max_positions, frozenset(eos_ids), score_tokens
+        )
+        return self._loaded
+
+    def tokenize(self, requests: Sequence[Request]) -> list[_Item]:
+        """Token ids of each prompt: raw text as the paper sent it, or wrapped in the chat template."""
+        tok = self.load().tokenizer
+        if self.options.chat:
+            conversations = [[{"role": "user", "content": r.prompt}] for r in requests]
+            texts = [tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
+            ids = tok(texts, add_special_tokens=False)["input_ids"]  # the template already holds them
+        else:
+            ids = tok([r.prompt for r in requests])["input_ids"]
+        return [_Item(r, list(i)) for r, i in zip(requests, ids, strict=True)]
+
+    async def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
+        """Longest prompts first (an out-of-memory shows at once; similar lengths pad little), one batch at a time."""
+        if not requests:
+            return
+        lm = self.load()
+        items = []
+        for item in self.tokenize(requests):
+            error = _refusal(item, lm)
+            if error is not None:
+                yield Completion(item.request.id, None, error=error)
+            else:
+                items.append(item)
+        items.sort(key=lambda it: -len(it.ids))
+        start = 0
+        while start < len(items):
+            assert self.batch_size is not None
+            batch = items[start : start + self.batch_size]
+            for completion in self._run_batch(batch):
+                yield completion
+            start += len(batch)
+            await asyncio.sleep(0)  # generate blocks; let the dispatcher record this batch before the next
+
+    def _run_batch(self, batch: list[_Item]) -> list[Completion]:
+        try:
+            return self._generate(batch)
+        except self.torch.cuda.OutOfMemoryError:
+            if self.options.batch_size is not None or len(batch) == 1:
+                raise HarnessError(
+                    f"out of GPU memory with {len(batch)} prompt(s) per batch: "
+                    "use a smaller --batch-size, a smaller --dtype, or more GPUs"
+                ) from None
+            self.torch.cuda.empty_cache()
+            half = len(batch) // 2
+            self.batch_size = half
+            return self._run_batch(batch[:half]) + self._run_batch(batch[half:])
+        except RuntimeError as e:
+            message = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+            return [Completion(it.request.id, None, error=message) for it in batch]
+
+    def _generate(self, batch: list[_Item]) -> list[Completion]:
+        torch, lm = self.torch, self.load()
+        width = max(len(it.ids) for it in batch)
+        pad = lm.tokenizer.pad_token_id
+        rows, masks = [], []
+        for it in batch:
+            fill = width - len(it.ids)
+            if lm.encoder_decoder:
+                rows.append(it.ids + [pad] * fill)
+                masks.append([1] * len(it.ids) + [0] * fill)
+            else:  # left padding: every prompt ends where generation starts
+                rows.append([pad] * fill + it.ids)
+                masks.append([0] * fill + [1] * len(it.ids))
+        input_ids = torch.tensor(rows, device=lm.device)
+        attention_mask = torch.tensor(masks, device=lm.device)
+        with torch.inference_mode():
+            out = lm.model.generate(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                max_new_tokens=max(it.request.max_tokens for it in batch),
+                do_sample=False,
+                num_beams=1,
+                pad_token_id=pad,
+                return_dict_in_generate=True,
+                output_logits=self.expected,  # raw logits, before any logits processor of generation_config
+            )
+        sequences = out.sequences
+        probs = self._first_position_probs(out.logits[0], lm) if self.expected else [None] * len(batch)
+        # Encoder-decoder output starts with the decoder start token; decoder-only output repeats the prompt.
+        new = sequences[:, 1:] if lm.encoder_decoder else sequences[:, width:]
+        completions = []
+        for it, tokens, p in zip(batch, new.tolist(), probs, strict=True):
+            kept = _until_eos(tokens[: it.request.max_tokens], lm.eos_ids)
+            text = lm.tokenizer.decode(kept, skip_special_tokens=True)
+            completions.append(Completion(it.request.id, text, usage=Usage(len(it.ids), len(kept)), score_probs=p))
+        return completions
+
+    def _first_position_probs(self, logits: Any, lm: _Loaded) -> list[dict[str, float]]:
+        """Per row: {integer: probability} at the first output position, over the whole vocabulary (float32)."""
+        probs = self.torch.softmax(logits.float(), dim=-1)
+        ids = [i for i in lm.score_tokens if i < probs.shape[-1]]
+        picked = probs[:, ids].tolist() if ids else [[] for _ in range(len(probs))]
+        rows = []
+        for row in picked:
+            sums: dict[str, float] = {}
+            for token_id, p in zip(ids, row, strict=True):
+                score = lm.score_tokens[token_id]
+                sums[score] = sums.get(score, 0.0) + p
+            rows.append(sums)
+        return rows
+
+
+def _score_tokens(tokenizer: Any) -> dict[int, str]:
+    """Every vocabulary entry that decodes to an integer 0-10 (any surrounding whitespace), by id."""
+    found = {}
+    for token_id in range(len(tokenizer)):
+        value = score_token_value(tokenizer.decode([token_id]))
+        if value is not None:
+            found[token_id] = str(value)
+    return found
+
+
+def _refusal(item: _Item, lm: _Loaded) -> str | None:
+    """Why a request cannot be run (its prompt plus answer exceed a decoder-only model's context), or None."""
+    if item.request.temperature != 0:
+        return f"the hf backend decodes greedily only (temperature 0), got {item.request.temperature}"
+    if lm.max_positions is not None and len(item.ids) + item.request.max_tokens > lm.max_positions:
+        return (
+            f"prompt of {len(item.ids)} tokens plus {item.request.max_tokens} new ones exceeds "
+            f"the model's context of {lm.max_positions}"
+        )
+    return None
+
+
+def _until_eos(tokens: list[int], eos_ids: frozenset[int]) -> list[int]:
+    """Tokens up to and including the first end-of-sequence (what follows is padding)."""
+    for i, t in enumerate(tokens):
+        if t in eos_ids:
+            return tokens[: i + 1]
+    return tokens
+
+
+def _torch_dtype(torch: Any, name: str) -> Any:
+    return "auto" if name == "auto" else getattr(torch, name)
+
+
+def _has_accelerate() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("accelerate") is not None

@@ -1,0 +1,263 @@
+"""OpenAI via AsyncOpenAI, or any OpenAI-compatible server (vllm serve, llama.cpp, transformers serve, a gateway).
+
+Two ways to send a prompt (`chat`): one user message to `/v1/chat/completions`, or the rendered prompt
+verbatim to `/v1/completions` (raw, as the paper sent open models: no chat template, no system prompt).
+Hosted OpenAI models are chat-only; a compatible server defaults to raw, so `vllm serve` and the offline
+vLLM engine see the same prompt tokens (OpenAI's own model names stay chat behind a gateway too).
+Temperature 0 and a 20-token budget, as in the paper (Deshpande et al. 2023, App. A.3). Reasoning models
+(o1, o3, o4, gpt-5 ...) reject `temperature` and `max_tokens` and bill their hidden reasoning inside
+`max_completion_tokens`, so for them we send only `max_completion_tokens` (large enough to leave room for an
+answer) and say so in describe(). Several base URLs spread the load:
+each attempt goes to the server with the fewest requests in flight.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+from openai.types import Completion as OpenAICompletion
+from openai.types.chat import ChatCompletion
+
+from harness.calling.backends.base import (
+    ClientPool,
+    MalformedReply,
+    PermanentError,
+    RetryableError,
+    clean_reply,
+    one_attempt_each,
+    redact,
+    status_error,
+    timeout_error,
+)
+from harness.types import Completion, HarnessError, Request, Usage
+
+# o1, o3-mini, o4-mini, gpt-5, gpt-5-mini ... but not gpt-5-chat-latest, which is a plain chat model.
+_REASONING = re.compile(r"^(o\d|gpt-5)(?!.*-chat)")
+_OPENAI_CHAT_NAMES = re.compile(r"^(gpt-|chatgpt|o\d)")
+DEFAULT_REASONING_TOKENS = 2048
+CHAT_ENDPOINT, RAW_ENDPOINT = "/v1/chat/completions", "/v1/completions"
+
+
+def http_client() -> openai.DefaultAioHttpClient | None:
+    """The SDK's aiohttp transport when aiohttp is installed: about a quarter less CPU per request than
+    its default (tests/bench/bench_api.py), which is what keeps 32+ requests in flight near the ideal rate."""
+    try:
+        return openai.DefaultAioHttpClient()
+    except RuntimeError:  # aiohttp missing: the SDK's default httpx transport
+        return None
+
+
+def default_chat(model: str, base_urls: Sequence[str]) -> bool:
+    """Chat for hosted OpenAI and for OpenAI's own model names behind a gateway (chat-only models); raw text
+    for any other model on an OpenAI-compatible server, as the paper sent open models."""
+    return not base_urls or bool(_OPENAI_CHAT_NAMES.match(model))
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Whether the name is one of OpenAI's reasoning models (no temperature, reasoning billed as output)."""
+    return bool(_REASONING.match(model))
+
+
+class OpenAIBackend:
+    """Chat or (legacy) Completions; one AsyncOpenAI client per base URL, SDK retries off (dispatch retries)."""
+
+    name = "openai"
+    remote = True
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str,
+        base_urls: Sequence[str] = (),
+        timeout: float = 120.0,
+        reasoning: bool | None = None,
+        reasoning_tokens: int = DEFAULT_REASONING_TOKENS,
+        reasoning_effort: str | None = None,
+        chat: bool | None = None,
+        stop: Sequence[str] = (),
+        max_tokens: int = 20,
+    ) -> None:
+        if chat is False and not base_urls:
+            raise HarnessError(
+                f"--no-chat: hosted OpenAI models are chat-only ({model!r}); raw prompts need an "
+                "OpenAI-compatible server (--base-url)"
+            )
+        self.model = model
+        self._key = api_key
+        self.reasoning = is_reasoning_model(model) if reasoning is None else reasoning
+        self.reasoning_tokens = reasoning_tokens
+        self.reasoning_effort = reasoning_effort
+        self.chat = chat if chat is not None else default_chat(model, base_urls)
+        self.stop = list(stop)
+        self.max_tokens = max_tokens  # what describe() records; each Request carries its own
+        urls: Sequence[str | None] = list(base_urls) or [None]  # None: the SDK's default (or OPENAI_BASE_URL)
+        self.clients = [
+            AsyncOpenAI(api_key=api_key, base_url=u, max_retries=0, timeout=timeout, http_client=http_client())
+            for u in urls
+        ]
+        self.base_urls = [str(c.base_url) for c in self.clients]
+        self.pool = ClientPool(self.clients)
+
+    @property
+    def endpoint(self) -> str:
+        return CHAT_ENDPOINT if self.chat else RAW_ENDPOINT
+
+    def params(self, request: Request) -> dict[str, Any]:
+        """The decoding fields of the request body."""
+        if self.reasoning:
+            params: dict[str, Any] = {"max_completion_tokens": self.reasoning_tokens}
+            if self.reasoning_effort is not None:
+                params["reasoning_effort"] = self.reasoning_effort
+        else:
+            params = {"max_tokens": request.max_tokens, "temperature": request.temperature}
+        if self.stop:
+            params["stop"] = list(self.stop)
+        return params
+
+    def body(self, request: Request) -> dict[str, Any]:
+        """The exact JSON body sent to `endpoint` for this request: `send` posts it, the batch path
+        (harness/batch) uploads it; the one source of truth."""
+        prompt: dict[str, Any] = (
+            {"messages": [{"role": "user", "content": request.prompt}]} if self.chat else {"prompt": request.prompt}
+        )
+        return {"model": self.model, **prompt, **self.params(request)}
+
+    def describe(self) -> dict[str, object]:
+        sent = self.params(Request("", "", max_tokens=self.max_tokens))
+        record: dict[str, object] = {
+            "api": "chat.completions" if self.chat else "completions",
+            "endpoint": self.endpoint,
+            "chat": self.chat,
+            "base_urls": sorted(self.base_urls),
+            "messages": "one user message holding the rendered prompt"
+            if self.chat
+            else "none: the rendered prompt verbatim (no chat template)",
+            "sent": sent,
+            "reasoning_model": self.reasoning,
+            "deterministic": sent.get("temperature") == 0.0,
+        }
+        if self.reasoning:
+            record["omitted"] = ["temperature", "max_tokens"]
+            record["note"] = (
+                "reasoning model: it rejects temperature and max_tokens, and its hidden reasoning tokens count "
+                "against max_completion_tokens (billed as output), so the paper's 20-token budget is not applicable"
+            )
+        return record
+
+    def output_budget(self, request: Request) -> int:
+        return self.reasoning_tokens if self.reasoning else request.max_tokens
+
+    async def send(self, request: Request) -> Completion:
+        body = self.body(request)
+        with self.pool.lease() as client, sdk_errors(self._key, body):
+            if self.chat:
+                response: Any = await client.chat.completions.create(**body)
+            else:
+                response = await client.completions.create(**body)
+        return self.completion_from(request.id, response)
+
+    def completion_from(self, request_id: str, response: ChatCompletion | OpenAICompletion) -> Completion:
+        """A reply as a Completion, whether it came one by one or in a batch's output file (harness/batch):
+        a Chat Completions reply when `chat`, else a (raw) Completions reply."""
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise MalformedReply("malformed reply: no choices")
+        choice = choices[0]
+        finish = getattr(choice, "finish_reason", None)
+        refusal = None
+        if self.chat:
+            message = choice.message
+            text, refusal = message.content, getattr(message, "refusal", None)
+        else:
+            text = choice.text
+        if refusal is not None:  # the model declined: an answer (scored invalid), its words kept
+            refusal, _ = clean_reply(refusal, self._key)
+            text = ""
+        elif text is None:
+            if finish not in ("length", "content_filter"):
+                raise MalformedReply(f"malformed reply: no text and no refusal (finish_reason {finish!r})")
+            text = ""  # cut off before any text, or filtered: the model's (empty) answer
+        text, truncated = clean_reply(text, self._key)
+        usage = getattr(response, "usage", None)
+        tokens = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else Usage()
+        return Completion(
+            request_id,
+            text,
+            usage=tokens,
+            finish_reason=finish,
+            refusal=refusal,
+            served_model=getattr(response, "model", None),
+            truncated=truncated,
+        )
+
+    def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
+        """One attempt per request, in order (harness/calling/dispatch.py calls `send` with retries instead)."""
+        return one_attempt_each(self.send, requests)
+
+    def served_models(self) -> list[str] | None:
+        """The model ids every base URL lists at /v1/models; None where a server offers no such list."""
+        served: list[str] | None = None
+        for url in self.base_urls:
+            client = openai.OpenAI(api_key=self._key, base_url=url, max_retries=0, timeout=10.0)
+            try:
+                ids = [m.id for m in client.models.list()]
+            except (openai.APIError, ValueError, TypeError, AttributeError):
+                continue  # 404, unreachable, or an odd body: the run itself reports what matters
+            finally:
+                client.close()
+            served = ids if served is None else [m for m in served if m in ids]
+        return served
+
+    def check_model(self) -> None:
+        """Fail in one line when a server lists its models and this one is not among them."""
+        served = self.served_models()
+        # An empty list offers nothing to check against (transformers serve lists no model for a local folder).
+        if served and self.model not in served:
+            shown = ", ".join(repr(m) for m in served[:10]) + (" ..." if len(served) > 10 else "")
+            raise HarnessError(
+                f"model {self.model!r} is not served at {', '.join(self.base_urls)}: it serves {shown or 'nothing'}"
+            )
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+
+
+@contextlib.contextmanager
+def sdk_errors(key: str, body: dict[str, Any] | None = None) -> Iterator[None]:
+    """Map the SDK's exceptions onto ours (retry or fail fast), with the key redacted from every message."""
+    try:
+        yield
+    except openai.APIStatusError as e:
+        message = redact(_provider_message(e), key)
+        if e.status_code == 429 and _field(e, "code") == "insufficient_quota":
+            raise PermanentError(f"HTTP 429: {message}", fatal=True) from None  # no money: every request fails
+        raise status_error(
+            e.status_code, message, e.response.headers, _field(e, "code"), _field(e, "param"), body or ()
+        ) from None
+    except openai.APITimeoutError as e:
+        raise timeout_error(e, key) from None
+    except openai.APIConnectionError as e:
+        raise RetryableError(f"connection error: {redact(str(e), key)}") from None
+    except (openai.APIResponseValidationError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
+        raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
+
+
+def _provider_message(e: openai.APIStatusError) -> str:
+    body = e.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return inner["message"]
+    return e.message
+
+
+def _field(e: openai.APIStatusError, name: str) -> str | None:
+    body = e.body
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    value = inner.get(name) if isinstance(inner, dict) else None
+    return str(value) if value is not None else None

@@ -1,0 +1,137 @@
+"""vLLM offline engine: one engine per run, every request handed over in one call so continuous batching does the work.
+
+`import vllm` below is absolute (PEP 328), so it reaches the vLLM package, not this module. vLLM is an
+optional extra imported when the backend is built; data parallelism is vLLM's own (see the README).
+With `expected=True` (--scoring expected) every request asks for the top `SCORE_LOGPROBS` log-probabilities
+per position, and the first position's integer tokens become the answer's `score_probs` (harness/scoring/expected.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from harness.config.settings import LocalOptions
+from harness.scoring.expected import collect_score_probs
+from harness.types import Completion, HarnessError, Request, Usage
+
+INSTALL_HINT = 'pip install -e ".[vllm]"'
+# vLLM's default cap on returned log-probabilities (max_logprobs): score tokens outside the top 20 count as 0.
+SCORE_LOGPROBS = 20
+
+
+class VllmBackend:
+    """Builds `vllm.LLM` on first use and sends all requests through one `generate` (or `chat`) call.
+
+    `llm_factory` and `sampling_params` default to `vllm.LLM` and `vllm.SamplingParams`; they are the seam
+    through which tests put a stand-in engine in their place.
+    """
+
+    name = "vllm"
+    remote = False  # runs here: the dispatcher hands it every uncached request in one call
+
+    def __init__(
+        self,
+        model: str,
+        options: LocalOptions,
+        seed: int = 0,
+        llm_factory: Callable[..., Any] | None = None,
+        sampling_params: Callable[..., Any] | None = None,
+        expected: bool = False,
+    ) -> None:
+        if llm_factory is None or sampling_params is None:
+            try:
+                import vllm
+            except ImportError:
+                raise HarnessError(f"the vllm backend needs vLLM (Linux with a GPU): {INSTALL_HINT}") from None
+            llm_factory = llm_factory or vllm.LLM
+            sampling_params = sampling_params or vllm.SamplingParams
+        self.model = model
+        self.options = options
+        self.seed = seed
+        self.expected = expected
+        self._llm_factory = llm_factory
+        self._sampling_params = sampling_params
+        self._llm: Any = None
+
+    def engine_args(self) -> dict[str, Any]:
+        """Keyword arguments of `vllm.LLM` for this run."""
+        args: dict[str, Any] = {
+            "model": self.model,
+            "tensor_parallel_size": self.options.tensor_parallel,
+            "dtype": self.options.dtype,
+            "gpu_memory_utilization": self.options.gpu_memory_utilization,
+            "seed": self.seed,
+        }
+        if self.options.max_model_len is not None:
+            args["max_model_len"] = self.options.max_model_len
+        return args
+
+    def describe(self) -> dict[str, object]:
+        """What decides the answers (part of the cache key); GPU count and memory share do not."""
+        record: dict[str, object] = {
+            "engine": "vllm offline LLM",
+            "model": self.model,
+            "dtype": self.options.dtype,
+            "chat_template": self.options.chat,
+            "max_model_len": self.options.max_model_len,
+            "seed": self.seed,
+            # max_tokens and temperature travel in each Request and become its SamplingParams.
+            "decoding": "SamplingParams(temperature=request.temperature, max_tokens=request.max_tokens, seed=seed)",
+        }
+        if self.expected:
+            record["score_probs"] = f"SamplingParams(logprobs={SCORE_LOGPROBS}): first position, per integer token"
+        return record
+
+    def engine(self) -> Any:
+        """The run's one engine, built on first use (loading takes minutes; a fully cached run never pays it)."""
+        if self._llm is None:
+            self._llm = self._llm_factory(**self.engine_args())
+        return self._llm
+
+    def sampling(self, requests: Sequence[Request]) -> Any:
+        """One SamplingParams shared by all requests, or one per request where they differ."""
+        made: dict[tuple[int, float], Any] = {}
+        per_request = []
+        for r in requests:
+            key = (r.max_tokens, r.temperature)
+            if key not in made:
+                extra = {"logprobs": SCORE_LOGPROBS} if self.expected else {}
+                made[key] = self._sampling_params(
+                    temperature=r.temperature, max_tokens=r.max_tokens, seed=self.seed, **extra
+                )
+            per_request.append(made[key])
+        return per_request[0] if len(made) == 1 else per_request
+
+    async def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
+        """All requests in one call: vLLM schedules them itself. Outputs come back in request order."""
+        if not requests:
+            return
+        llm = self.engine()
+        params = self.sampling(requests)
+        # Called on this thread, not a worker: vLLM sets up its processes and signal handling from the caller.
+        try:
+            if self.options.chat:
+                conversations = [[{"role": "user", "content": r.prompt}] for r in requests]
+                outputs = llm.chat(conversations, params, use_tqdm=True)
+            else:
+                outputs = llm.generate([r.prompt for r in requests], params, use_tqdm=True)
+        except ValueError as e:  # vLLM validates every prompt (length, chat template) before it runs any
+            first = str(e).strip().splitlines()[0] if str(e).strip() else "ValueError"
+            raise HarnessError(f"vllm refused the requests: {first} (see --max-model-len, --shots)") from None
+        if len(outputs) != len(requests):
+            raise RuntimeError(f"vllm returned {len(outputs)} outputs for {len(requests)} prompts")
+        for r, out in zip(requests, outputs, strict=True):
+            yield completion_from(r.id, out)
+
+
+def completion_from(request_id: str, out: Any) -> Completion:
+    """Map a vLLM RequestOutput (first sample) onto a Completion with token usage (and score_probs when
+    log-probabilities were asked for: `sample.logprobs` is one {token id: Logprob} per generated position)."""
+    sample = out.outputs[0]
+    usage = Usage(len(out.prompt_token_ids or ()), len(sample.token_ids or ()))
+    positions = getattr(sample, "logprobs", None)
+    probs = None
+    if positions:
+        probs = collect_score_probs(((lp.decoded_token or "", lp.logprob) for lp in positions[0].values()), True)
+    return Completion(request_id, sample.text, usage=usage, score_probs=probs)

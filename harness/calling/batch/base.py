@@ -1,0 +1,102 @@
+"""What the batch path needs from a provider, and the retry rule for its API calls.
+
+A provider (harness/calling/batch/openai.py, harness/calling/batch/anthropic.py) turns request bodies into one batch at
+the provider, reports its status, and streams back one Outcome per request. It never touches the cache or
+the batch records: harness/calling/batch/flow.py does, in the order that makes a `kill -9` harmless.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+from harness.calling.backends.base import RetryableError
+from harness.calling.dispatch import RetryPolicy
+from harness.types import Completion, HarnessError
+
+
+@dataclass(frozen=True)
+class Item:
+    """One request in a batch: its cache key (also its custom_id) and the exact JSON body."""
+
+    key: str
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Remote:
+    """What the provider last said about one batch."""
+
+    batch_id: str
+    status: str  # the provider's own word (in_progress, ended, expired, ...)
+    ended: bool  # no request will change any more: results can be collected
+    done: int
+    failed: int
+    total: int
+    why: str | None = None  # why a batch ended without answering everything (validation failed, expired, ...)
+    raw: Any = field(default=None, compare=False, repr=False)  # the SDK object (output file ids, ...)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One request's result: a Completion (request_id = key) or an error that a later run may retry."""
+
+    key: str
+    completion: Completion | None
+    error: str | None = None
+
+
+class Provider(Protocol):
+    name: str
+    max_requests: int  # the provider's limit per batch
+    max_bytes: int  # the provider's limit on one batch's size
+
+    def item_size(self, item: Item) -> int:
+        """Bytes this request adds to a batch (what the byte limit counts)."""
+        ...
+
+    async def upload(self, client: Any, local_id: str, items: Sequence[Item]) -> str | None:
+        """Upload the requests where the provider wants a file first; its id (None: no file step)."""
+        ...
+
+    async def create(self, client: Any, local_id: str, file_id: str | None, items: Sequence[Item]) -> Remote:
+        """Create the batch; the Remote carries the provider's id, which the caller records at once."""
+        ...
+
+    async def find(self, client: Any, file_id: str | None, total: int, since: float, known: set[str]) -> str | None:
+        """The id of a batch this run's create call may have made before the process died, else None."""
+        ...
+
+    async def retrieve(self, client: Any, batch_id: str) -> Remote: ...
+
+    def results(self, client: Any, remote: Remote) -> AsyncIterator[Outcome]:
+        """Every result the provider holds for an ended batch, as it streams in."""
+        ...
+
+
+T = TypeVar("T")
+
+
+async def with_retries(policy: RetryPolicy, call: Callable[[], Awaitable[T]]) -> T:
+    """One batch API call under the run's retry policy (429, 5xx, dropped connections, timeouts)."""
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(policy.max_retries + 1),
+        wait=policy.wait,
+        retry=retry_if_exception_type(RetryableError),
+        reraise=True,
+    )
+    async for attempt in retrying:
+        with attempt:
+            return await call()
+    raise AssertionError("unreachable: tenacity reraises the last error")
+
+
+def client_for(backend: Any, base_url: str) -> Any:
+    """The backend's SDK client for the server a batch went to (one client per --base-url)."""
+    for url, client in zip(backend.base_urls, backend.clients, strict=True):
+        if url == base_url:
+            return client
+    raise HarnessError(f"a batch was recorded for {base_url}, which this run does not use (pass the same --base-url)")

@@ -1,0 +1,190 @@
+"""--batch, step by step: what the cache cannot answer is claimed, submitted, polled and collected.
+
+Order of events, each committed before the next can happen (harness/calling/batch/store.py names the stages):
+claim the requests (planned) -> upload (OpenAI; uploaded) -> mark `creating` -> create -> record the
+batch id (submitted) -> poll -> stream the results, each answer committed to the cache as it arrives
+-> mark the batch collected with its per-request errors. A run killed anywhere is resumed by the same
+command: claims of a dead process that never reached the provider are dropped and resubmitted, a lost
+create call is looked up at the provider, submitted batches are polled, a half-read result file is read
+again (answers already cached are simply written again). A request is never in two open batches.
+
+This module plans (cache lookup, grouping, --max-cost); harness/calling/batch/submit.py recovers and submits;
+harness/calling/batch/collect.py polls and collects.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.calling.backends.base import RemoteBackend
+from harness.calling.batch.base import Provider
+from harness.calling.batch.store import BatchStore
+from harness.calling.cache import ResponseCache, request_key
+from harness.calling.dispatch import RetryPolicy
+from harness.calling.pricing import Price
+from harness.config.settings import BatchOptions
+from harness.prompting.tokens import CHAT_OVERHEAD_TOKENS, counter
+from harness.types import Completion, HarnessError, Request
+
+Log = Callable[[str], None]
+
+
+def provider_for(backend: Any) -> Provider | None:
+    """The batch endpoint of a backend: an explicit match on its name (embeddings and local models have none)."""
+    match getattr(backend, "name", None):
+        case "openai":
+            from harness.calling.batch.openai import OpenAIBatches
+
+            return OpenAIBatches(backend)
+        case "anthropic":
+            from harness.calling.batch.anthropic import AnthropicBatches
+
+            return AnthropicBatches(backend)
+        case _:
+            return None
+
+
+@dataclass(frozen=True)
+class Job:
+    """Requests for one backend: a run, or one cell of a sweep."""
+
+    backend: RemoteBackend
+    requests: Sequence[Request]
+    price: Price | None = None
+
+
+@dataclass
+class Gathered:
+    """What one invocation got back, by cache key."""
+
+    keys: dict[int, dict[str, str]] = field(default_factory=dict)  # job index -> request id -> key
+    cached: set[str] = field(default_factory=set)  # answered by the cache before anything was sent
+    answers: dict[str, Completion] = field(default_factory=dict)  # collected now (billed now)
+    errors: dict[str, str] = field(default_factory=dict)  # failed in a batch during this invocation
+    submitted: int = 0  # requests this invocation submitted
+    batch_ids: list[str] = field(default_factory=list)  # the provider ids of every batch waited on
+
+
+@dataclass
+class Group:
+    """Jobs that share a backend identity, and so their cache keys: submitted together."""
+
+    backend: RemoteBackend
+    provider: Provider
+    price: Price | None
+    bodies: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> body, for keys still to be sent
+    prompts: dict[str, Request] = field(default_factory=dict)  # key -> request (cost estimate)
+
+
+@dataclass
+class Context:
+    """What the steps of one invocation share."""
+
+    options: BatchOptions
+    retry: RetryPolicy
+    cache: ResponseCache
+    store: BatchStore
+    log: Log
+    verbose: bool  # print every poll, not only submissions and collections
+    out: Gathered = field(default_factory=Gathered)
+
+
+class Session:
+    """One invocation's batch work over a cache file."""
+
+    def __init__(
+        self,
+        options: BatchOptions,
+        retry: RetryPolicy,
+        cache: ResponseCache,
+        refresh: bool = False,
+        max_cost: float | None = None,
+        log: Log | None = None,
+        verbose: bool = True,
+    ) -> None:
+        self.refresh, self.max_cost = refresh, max_cost
+        log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.ctx = Context(options, retry, cache, BatchStore(cache.path), log, verbose)
+        self.store = self.ctx.store
+
+    def close(self) -> None:
+        self.store.close()
+
+    async def gather(self, jobs: Sequence[Job]) -> Gathered:
+        """Answer every job's requests from the cache or through batches; BatchesPending if some still run."""
+        from harness.calling.batch.collect import wait
+        from harness.calling.batch.submit import recover, submit
+
+        groups = self.groups(jobs)
+        waiting: dict[str, Group] = {}  # local id -> its group
+        try:
+            for group in groups.values():
+                waiting |= dict.fromkeys(await recover(self.ctx, group), group)
+            self.check_cost(groups)
+            for group in groups.values():
+                waiting |= dict.fromkeys(await submit(self.ctx, group), group)
+            await wait(self.ctx, waiting)
+        finally:
+            for group in groups.values():
+                await group.backend.aclose()
+        return self.ctx.out
+
+    def groups(self, jobs: Sequence[Job]) -> dict[str, Group]:
+        """Jobs grouped by backend identity, each with the bodies of the requests the cache cannot answer."""
+        out, cache, store = self.ctx.out, self.ctx.cache, self.ctx.store
+        groups: dict[str, Group] = {}
+        for index, job in enumerate(jobs):
+            b = job.backend
+            identity = json.dumps([b.name, b.model, b.describe()], sort_keys=True, default=str)
+            if identity not in groups:
+                provider = provider_for(b)
+                if provider is None:
+                    raise HarnessError(f"--batch: the {b.name} backend has no batch endpoint (openai, anthropic do)")
+                groups[identity] = Group(b, provider, job.price)
+            group = groups[identity]
+            keys = out.keys.setdefault(index, {})
+            for r in job.requests:
+                key = keys[r.id] = request_key(b, r)
+                if key not in group.bodies:
+                    group.bodies[key] = group.backend.body(r)  # type: ignore[attr-defined]
+                    group.prompts[key] = r
+        for group in groups.values():
+            keys_all = list(group.bodies)
+            if not self.refresh:
+                out.cached.update(k for k in keys_all if cache.get(k, k) is not None)
+            # What a batch settled earlier in this invocation (a sweep's first pass) is final until a rerun.
+            for key, error in store.settled_since(keys_all, self.ctx.options.started).items():
+                if error is not None:
+                    out.errors[key] = error
+                elif cache.get(key, key) is not None:
+                    out.cached.add(key)
+            for key in out.cached | out.errors.keys():
+                group.bodies.pop(key, None)
+        return groups
+
+    def check_cost(self, groups: dict[str, Group]) -> None:
+        """--max-cost against what the new batches could cost at the batch price, before anything is sent.
+
+        The same estimate as the dry run's batch figure: prompt tokens counted as it counts them, every
+        answer at its full output budget."""
+        if self.max_cost is None:
+            return
+        total = 0.0
+        for g in groups.values():
+            if not g.bodies or g.price is None:
+                continue
+            requests = [g.prompts[k] for k in g.bodies]
+            # As calls.prompt_counter counts for the dry run: a chat message adds its wrapping.
+            count, _ = counter(g.backend.model, CHAT_OVERHEAD_TOKENS if getattr(g.backend, "chat", True) else 0)
+            tokens = sum(count(r.prompt) for r in requests)
+            total += g.price.batch().cost(tokens, sum(g.backend.output_budget(r) for r in requests))
+        if total > self.max_cost:
+            n = sum(len(g.bodies) for g in groups.values())
+            raise HarnessError(
+                f"--batch: the {n} requests to submit could cost up to ${total:.4f} at the batch price, over "
+                f"--max-cost ${self.max_cost:g}; nothing submitted"
+            )

@@ -1,0 +1,148 @@
+"""Where the batch path meets a run: `batch_call` in place of one-by-one dispatch, `prefetch` for a sweep.
+
+Both open the run's response cache; answers land there under the same keys as one-by-one answers
+(harness/calling/cache.py `request_key`), so a grid half done one way finishes the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from harness.calling.backends.base import Backend, RemoteBackend
+from harness.calling.batch import BatchesPending
+from harness.calling.batch.flow import Job, Session, provider_for
+from harness.calling.batch.store import BatchStore
+from harness.calling.cache import ResponseCache, request_key
+from harness.calling.dispatch import DispatchStats, RetryPolicy
+from harness.calling.pricing import Price
+from harness.config.settings import RunConfig
+from harness.types import Completion, HarnessError, Request
+
+__all__ = ["BatchesPending", "answered_by_batch", "batch_call", "prefetch"]
+
+
+def cache_path(config: RunConfig) -> Path:
+    return config.api.cache or config.results_dir / "cache.sqlite"
+
+
+def _session(config: RunConfig) -> tuple[Session, ResponseCache]:
+    api = config.api
+    assert api.batch is not None
+    if api.no_cache:
+        raise HarnessError("--batch keeps answers and batch ids in the response cache: it cannot run with --no-cache")
+    cache = ResponseCache(cache_path(config))
+    retry = RetryPolicy(max_retries=api.max_retries, timeout=api.timeout)
+    return Session(api.batch, retry, cache, api.refresh, api.max_cost, verbose=config.progress), cache
+
+
+def batch_call(
+    backend: Backend, requests: Sequence[Request], config: RunConfig, price: Price | None, stats: DispatchStats
+) -> dict[str, Completion]:
+    """One Completion per request id, every uncached request answered through the provider's batch endpoint.
+
+    Raises BatchesPending (nothing to write yet) when --batch-wait ran out before every batch ended.
+    """
+    stats.requests = len(requests)
+    began = time.perf_counter()
+    session, cache = _session(config)
+    try:
+        got = asyncio.run(session.gather([Job(backend, requests, price)]))  # type: ignore[arg-type]
+        keys = got.keys.get(0, {})
+        done: dict[str, Completion] = {}
+        billed: set[str] = set()
+        for r in requests:
+            key = keys[r.id]
+            if key in got.errors:
+                done[r.id] = Completion(r.id, None, error=got.errors[key])
+            elif key in got.answers and key not in billed:  # arrived now: paid now (a repeated prompt once)
+                billed.add(key)
+                # The whole reply as completion_from read it: refusal, finish_reason, served model, usage.
+                done[r.id] = dataclasses.replace(got.answers[key], request_id=r.id)
+            else:
+                hit = cache.get(key, r.id)
+                done[r.id] = hit or Completion(r.id, None, error="no answer in the cache after its batch ended")
+        paid = session.store.answered(keys.values())
+    finally:
+        session.close()
+        cache.close()
+        stats.seconds = round(time.perf_counter() - began, 3)
+    stats.cache = "refresh" if config.api.refresh else "on"
+    stats.cache_hits = sum(keys[r.id] in got.cached for r in requests)
+    stats.cache_misses = len(requests) - stats.cache_hits
+    stats.errors = sum(c.error is not None for c in done.values())
+    stats.first_errors = [c.error for c in done.values() if c.error is not None][:3]  # type: ignore[misc]
+    stats.paid_by_batch = {r.id for r in requests if keys[r.id] in paid and done[r.id].error is None}
+    if price is not None:
+        stats.spent_usd = round(sum(price.batch().cost_of(done[r].usage) for r in _ids(requests, keys, billed)), 6)
+    stats.batch = {
+        "batches": got.batch_ids,
+        "submitted": got.submitted,
+        "answered": len(billed),
+        "failed": stats.errors,
+        "poll_seconds": config.api.batch.poll if config.api.batch else None,
+    }
+    return done
+
+
+def _ids(requests: Sequence[Request], keys: dict[str, str], billed: set[str]) -> list[str]:
+    """The first request id of each billed key."""
+    seen: set[str] = set()
+    out = []
+    for r in requests:
+        if keys[r.id] in billed and keys[r.id] not in seen:
+            seen.add(keys[r.id])
+            out.append(r.id)
+    return out
+
+
+def prefetch(jobs: Sequence[tuple[Backend, Sequence[Request], Price | None]], config: RunConfig) -> None:
+    """A sweep's first pass: every cell's uncached requests submitted together, waited for and cached.
+
+    The cells then run as usual and find their answers (or this invocation's batch errors) in place.
+    """
+    batchable = [
+        Job(cast(RemoteBackend, b), r, p)
+        for b, r, p in jobs
+        if getattr(b, "remote", False) and provider_for(b) is not None
+    ]
+    if not batchable:
+        return  # local models and embeddings run in their cells as usual
+    session, cache = _session(config)
+    try:
+        got = asyncio.run(session.gather(batchable))  # type: ignore[arg-type]
+    finally:
+        session.close()
+        cache.close()
+    if got.submitted or got.batch_ids:
+        print(
+            f"batch: {len(got.answers)} answers collected, {len(got.errors)} failed, "
+            f"{len(got.cached)} were cached; writing the cells",
+            flush=True,
+        )
+
+
+def answered_by_batch(path: Path, backend: Any, requests: Sequence[Request], done: dict[str, Completion]) -> set[str]:
+    """Request ids whose cached answer a batch paid for (a one-by-one run reusing a batch run's answers)."""
+    if not path.is_file():
+        return set()
+    try:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            has = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'batch_requests'").fetchone()
+    except sqlite3.Error:
+        return set()
+    if not has:
+        return set()
+    store = BatchStore(path)
+    try:
+        keys = {r.id: request_key(backend, r) for r in requests if (c := done.get(r.id)) and c.cached}
+        paid = store.answered(keys.values())
+    finally:
+        store.close()
+    return {rid for rid, key in keys.items() if key in paid}

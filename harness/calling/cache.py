@@ -1,0 +1,211 @@
+"""Response cache in SQLite: finished answers are looked up first, so a request is never paid for twice.
+
+One row per answered request, committed as it arrives (WAL), so a run killed with `kill -9` keeps every
+answer it received. Errors are never stored: a rerun retries exactly the requests that failed. Two runs
+may share one file. The file is created with the first answer, so a run that got none leaves no file.
+
+Another process may hold the write lock (a long transaction, a sync tool). A write never stalls the event
+loop: it waits at most `INLINE_WAIT_MS`, and if the file is still locked the answer joins a backlog that a
+background thread writes, waiting up to `BUSY_TIMEOUT_MS` per try. Whatever is still unwritten when the run
+ends stays in memory for the run's results; `unsaved` counts it, and the run says so (metrics.json, stderr).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from harness.calling.backends.base import Backend
+from harness.types import Completion, HarnessError, Request, Usage
+
+BUSY_TIMEOUT_MS = 30_000
+# The most a write may wait inside the event loop: enough for another run's own short write transactions,
+# far too short to stall the requests in flight; a longer lock sends the answer to the backlog.
+INLINE_WAIT_MS = 50
+SCHEMA_VERSION = 1  # part of every key: a change in what a key covers starts a fresh keyspace
+_COLUMNS = "key, text, input_tokens, output_tokens, backend, model, created, meta"
+_Row = tuple[str, str, int, int, str, str, float, str]
+
+
+def request_key(backend: Backend, request: Request) -> str:
+    """Hash of everything that decides the answer: backend, model, endpoint and decoding (describe()), prompt."""
+    identity = {
+        "v": SCHEMA_VERSION,
+        "backend": backend.name,
+        "model": backend.model,
+        "params": backend.describe(),
+        "prompt": request.prompt,
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _connect(path: Path, timeout_ms: int) -> sqlite3.Connection:
+    """A connection in autocommit mode with the table in place (created, or given the newer `meta` column)."""
+    db = sqlite3.connect(path, timeout=timeout_ms / 1000, isolation_level=None, check_same_thread=False)
+    try:
+        db.execute(f"PRAGMA busy_timeout = {timeout_ms}")
+        if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            db.execute("PRAGMA journal_mode = WAL")
+        # NORMAL in WAL mode: a committed row survives the process being killed (not a power cut).
+        db.execute("PRAGMA synchronous = NORMAL")
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "responses" not in tables:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS responses ("
+                " key TEXT PRIMARY KEY, text TEXT NOT NULL, input_tokens INTEGER NOT NULL,"
+                " output_tokens INTEGER NOT NULL, backend TEXT NOT NULL, model TEXT NOT NULL,"
+                " created REAL NOT NULL, meta TEXT)"
+            )
+        elif "meta" not in {r[1] for r in db.execute("PRAGMA table_info(responses)")}:
+            db.execute("ALTER TABLE responses ADD COLUMN meta TEXT")  # a file from before finish_reason was kept
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+class ResponseCache:
+    """Key -> (text, usage, finish reason, refusal, served model). Holds no prompts and no secrets: keys are hashes."""
+
+    def __init__(self, path: Path, busy_timeout_ms: int | None = None) -> None:
+        self.path = path
+        self.busy_timeout_ms = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
+        self.unsaved = 0  # answers that could not be written by close(): kept in memory only
+        self.deferred = 0  # answers that met a locked file and went through the backlog
+        self._db: sqlite3.Connection | None = None
+        self._backlog: list[_Row] = []
+        self._lock = threading.Lock()
+        self._flusher: threading.Thread | None = None
+        self._closing = threading.Event()
+        if path.exists():
+            self._open()
+        else:
+            # Created with the first answer; fail now, before any request, if it never could be.
+            parent = next((p for p in [path.parent, *path.parent.parents] if p.exists()), None)
+            if path.is_dir() or parent is None or not parent.is_dir():
+                raise HarnessError(f"cannot create the response cache {path}: not a writable location")
+
+    def _open(self) -> sqlite3.Connection:
+        if self._db is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = _connect(self.path, self.busy_timeout_ms)
+            except (sqlite3.Error, OSError) as e:
+                raise HarnessError(f"cannot open the response cache {self.path}: {e}") from e
+        return self._db
+
+    def get(self, key: str, request_id: str) -> Completion | None:
+        """The stored answer for `key`, as a Completion for `request_id`, or None. Called before any request."""
+        if self._db is None and not self.path.exists():
+            return None
+        try:
+            row = (
+                self._open()
+                .execute("SELECT text, input_tokens, output_tokens, meta FROM responses WHERE key = ?", (key,))
+                .fetchone()
+            )
+        except sqlite3.Error as e:  # locked past the busy timeout: sending again would pay twice
+            raise HarnessError(f"cannot read the response cache {self.path}: {e}; nothing was sent") from e
+        if row is None:
+            return None
+        meta = json.loads(row[3]) if row[3] else {}
+        return Completion(
+            request_id,
+            row[0],
+            usage=Usage(row[1], row[2]),
+            cached=True,
+            finish_reason=meta.get("finish_reason"),
+            refusal=meta.get("refusal"),
+            served_model=meta.get("served_model"),
+            truncated=bool(meta.get("truncated", False)),
+            score_probs=meta.get("score_probs"),  # --scoring expected
+        )
+
+    def put(self, key: str, completion: Completion, backend: str, model: str) -> None:
+        """Store one answer, committed at once unless the file is locked (then the backlog takes it).
+        Errors are refused: they must be retried, not replayed."""
+        if completion.error is not None or completion.text is None:
+            raise ValueError("errors are never cached")
+        u, c = completion.usage, completion
+        meta: dict[str, object] = {
+            "finish_reason": c.finish_reason,
+            "refusal": c.refusal,
+            "served_model": c.served_model,
+        }
+        meta |= {"truncated": True} if c.truncated else {}
+        meta |= {"score_probs": dict(c.score_probs)} if c.score_probs is not None else {}
+        row = (key, completion.text, u.input_tokens, u.output_tokens, backend, model, time.time(), json.dumps(meta))
+        with self._lock:
+            if self._backlog:  # keep order behind the rows already waiting
+                self._backlog.append(row)
+                self.deferred += 1
+                return
+        try:
+            db = self._open()
+            db.execute(f"PRAGMA busy_timeout = {INLINE_WAIT_MS}")  # this runs inside the event loop
+            try:
+                db.execute(f"INSERT OR REPLACE INTO responses ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+            finally:
+                db.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
+        except (sqlite3.OperationalError, HarnessError):
+            with self._lock:
+                self._backlog.append(row)
+                self.deferred += 1
+                if self._flusher is None:
+                    self._flusher = threading.Thread(target=self._flush_loop, name="cache-writer", daemon=True)
+                    self._flusher.start()
+
+    def _write_backlog(self) -> bool:
+        """One try at the whole backlog in one transaction, waiting up to the busy timeout; True when empty."""
+        with self._lock:
+            rows = list(self._backlog)
+        if not rows:
+            return True
+        db: sqlite3.Connection | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = _connect(self.path, self.busy_timeout_ms)
+            db.execute("BEGIN IMMEDIATE")
+            db.executemany(f"INSERT OR REPLACE INTO responses ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            db.execute("COMMIT")
+        except (sqlite3.Error, OSError):
+            return False
+        finally:
+            if db is not None:
+                db.close()
+        with self._lock:
+            del self._backlog[: len(rows)]
+            return not self._backlog
+
+    def _flush_loop(self) -> None:
+        while not self._closing.is_set():  # close() makes the last try itself
+            if self._write_backlog():
+                with self._lock:
+                    if not self._backlog:
+                        self._flusher = None
+                        return
+            self._closing.wait(0.05)
+
+    def __len__(self) -> int:
+        if self._db is None and not self.path.exists():
+            return 0
+        return int(self._open().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        """Write what the backlog holds (one last wait of up to the busy timeout), then close; `unsaved`
+        counts the answers that still could not be written."""
+        self._closing.set()
+        flusher = self._flusher
+        if flusher is not None:
+            flusher.join()
+        self._write_backlog()
+        self.unsaved = len(self._backlog)
+        if self._db is not None:
+            self._db.close()
+            self._db = None

@@ -1,0 +1,85 @@
+"""Token prices: a table in the package (harness/data/prices.json), overridable by a user JSON file."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.types import HarnessError, Usage
+
+PRICES_FILE = Path(__file__).parents[1] / "data" / "prices.json"
+# OpenAI's Batch API and Anthropic's Message Batches both bill half the list price; an entry may give its own
+# "batch_input" / "batch_output" instead.
+BATCH_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class Price:
+    """US dollars per million input and output tokens for one model, and where that figure came from."""
+
+    entry: str  # the table entry that matched
+    input_per_mtok: float
+    output_per_mtok: float
+    source: str  # "package table (as of ...)" or the user's file
+    batch_input_per_mtok: float | None = None  # None: BATCH_SHARE of the list price
+    batch_output_per_mtok: float | None = None
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+
+    def cost_of(self, usage: Usage) -> float:
+        return self.cost(usage.input_tokens, usage.output_tokens)
+
+    def batch(self) -> Price:
+        """The price of the same tokens through the provider's batch endpoint."""
+        given_in, given_out = self.batch_input_per_mtok, self.batch_output_per_mtok
+        explicit = given_in is not None and given_out is not None
+        return Price(
+            self.entry + " (batch)",
+            given_in if given_in is not None else self.input_per_mtok * BATCH_SHARE,
+            given_out if given_out is not None else self.output_per_mtok * BATCH_SHARE,
+            self.source + ("" if explicit else f"; batch: {BATCH_SHARE:.0%} of list"),
+        )
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        table = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise HarnessError(f"cannot read price table {path}: {e}") from None
+    models = table.get("models") if isinstance(table, dict) else None
+    if not isinstance(models, dict):
+        raise HarnessError(f'price table {path}: expected {{"models": {{"NAME": {{"input": X, "output": Y}}}}}}')
+    for name, entry in models.items():
+        ok = isinstance(entry, dict) and all(isinstance(entry.get(k), int | float) for k in ("input", "output"))
+        if not ok:
+            raise HarnessError(f"price table {path}: entry {name!r} needs numeric 'input' and 'output' ($ per 1M)")
+        if any(k in entry and not isinstance(entry[k], int | float) for k in ("batch_input", "batch_output")):
+            raise HarnessError(f"price table {path}: entry {name!r}: 'batch_input' and 'batch_output' must be numbers")
+    return table
+
+
+def _match(model: str, names: list[str]) -> str | None:
+    """The exact entry, else the longest entry the name extends at a '-' (gpt-4o-2024-08-06 -> gpt-4o)."""
+    if model in names:
+        return model
+    candidates = [n for n in names if model.startswith(n + "-")]
+    return max(candidates, key=len) if candidates else None
+
+
+def price_for(model: str, user_file: Path | None = None) -> Price | None:
+    """The price of `model`: the user's file first (if given), then the package table; None if unknown."""
+    sources = [(user_file, f"user file {user_file}")] if user_file is not None else []
+    sources.append((PRICES_FILE, "package table"))
+    for path, label in sources:
+        assert path is not None
+        table = _read(path)
+        entry = _match(model, list(table["models"]))
+        if entry is not None:
+            p = table["models"][entry]
+            as_of = f" (as of {table['_as_of']})" if "_as_of" in table else ""
+            batch = [float(p[k]) if k in p else None for k in ("batch_input", "batch_output")]
+            return Price(entry, float(p["input"]), float(p["output"]), label + as_of, batch[0], batch[1])
+    return None

@@ -1,0 +1,1 @@
+"""The command line: argparse -> RunConfig -> runner / sweep / reports."""

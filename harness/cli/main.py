@@ -1,0 +1,279 @@
+"""Command line: sub-commands, the run and what it prints; every HarnessError becomes one line and exit 2."""
+
+from __future__ import annotations
+
+import difflib
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.calling.batch.options import EXIT_BATCH_PENDING, cmd_batches
+from harness.cli.options import Parser, add_data_args, config_from_args, run_parser
+from harness.cli.summary import print_dry_run, print_summary
+from harness.inputs import check_output, check_regular
+from harness.types import HarnessError
+
+EXIT_USAGE = 2
+EXIT_INCOMPLETE = 3  # results written, but some requests failed for good
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143  # 128 + the signal's number, as shells report it
+
+
+def extract_parser() -> Parser:
+    p = Parser(prog="run_eval.py extract", description="Decrypt the C-STS release into a directory.")
+    p.add_argument("--archive", type=Path, required=True, help="required: the encrypted release csts.tar.enc")
+    p.add_argument("--password-file", type=Path, help="file holding the password (default: $CSTS_PASSWORD)")
+    p.add_argument(
+        "--out", type=Path, required=True, help="required: directory to write csts_{train,validation,test}.csv into"
+    )
+    return p
+
+
+def cmd_run(argv: Sequence[str]) -> int:
+    from harness.sweep import split_grid
+
+    single, grid = split_grid(argv)
+    if grid:  # comma lists in --model/--shots/--instr/--dataset: a sweep
+        return cmd_sweep(single, grid)
+    config = config_from_args(run_parser().parse_args(argv))
+    from harness.runner import run  # deferred until the options parse: `--help` stays instant
+
+    result = run(config)
+    m = result.metrics
+    if config.dry_run:
+        print_dry_run(m)
+    else:
+        print_summary(m)
+    print(f"results: {result.run_dir}")
+    # Failed requests leave the run incomplete: a non-zero exit tells scripts to rerun (only those are resent).
+    return EXIT_INCOMPLETE if m.get("errors") else 0
+
+
+def cmd_extract(argv: Sequence[str]) -> int:
+    import os
+
+    from harness.datasets.release import extract_release, read_password
+
+    a = extract_parser().parse_args(argv)
+    check_output(a.out, "--out", directory=True)
+    password = read_password(a.password_file) if a.password_file else os.environ.get("CSTS_PASSWORD")
+    if password is None:
+        raise HarnessError("extract needs --password-file FILE (or CSTS_PASSWORD in the environment)")
+    for path in extract_release(a.archive, password, a.out):
+        print(path)
+    return 0
+
+
+def data_report_parser() -> Parser:
+    p = Parser(
+        prog="run_eval.py data-report", description="Split sizes, label distributions, lengths, label-set agreement."
+    )
+    p.add_argument("--dataset", default="all", choices=["all", "csts", "stsb"], help="which dataset to describe")
+    add_data_args(p)
+    p.add_argument("--json", type=Path, help="also write the report as JSON to this file (default: none)")
+    return p
+
+
+def cmd_data_report(argv: Sequence[str]) -> int:
+    import json
+    import os
+
+    from harness.datasets.load import SPLITS, load_dataset
+    from harness.datasets.report import csts_label_agreement, split_summary, to_markdown
+    from harness.results.write import write_atomic
+
+    a = data_report_parser().parse_args(argv)
+    if a.json:
+        check_output(a.json, "--json", directory=False)
+    have_csts = a.data_dir or a.archive or os.environ.get("CSTS_DATA_DIR")
+    names = ["csts", "stsb"] if a.dataset == "all" else [a.dataset]
+    if a.dataset == "all" and not have_csts:
+        names = ["stsb"]
+        print("note: C-STS left out (no --data-dir, --archive or CSTS_DATA_DIR given)", file=sys.stderr)
+    report: dict[str, object] = {"datasets": {}}
+    for name in names:
+        splits = {}
+        for split in SPLITS[name]:
+            ds = load_dataset(name, split, a.data_dir, a.archive, a.password_file)
+            splits[split] = split_summary(ds.examples, with_condition=name == "csts")
+            if name == "csts" and split == "validation":
+                report["agreement"] = csts_label_agreement(ds.examples)
+        report["datasets"][name] = splits  # type: ignore[index]
+    print(to_markdown(report))
+    if a.json:
+        write_atomic(a.json, json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+# --- sweeps, reports, comparisons and overlap ----------------------------------------------------
+
+
+def cmd_sweep(argv: Sequence[str], grid: dict[str, list[str]]) -> int:
+    from harness.sweep import run_sweep
+
+    result = run_sweep(config_from_args(run_parser().parse_args(argv)), grid)
+    print(f"sweep: {len(result.cells)} cells ({sum(c.reused for c in result.cells)} reused) -> {result.sweep_dir}")
+    for c in result.failed:
+        print(f"warning: cell {c.label}: {c.errors} queries have no prediction -> {c.run_dir}", file=sys.stderr)
+    if result.failed:
+        print(
+            f"warning: {len(result.failed)} of {len(result.cells)} cells have failed requests; rerun the same "
+            "command to retry them (finished cells are reused)",
+            file=sys.stderr,
+        )
+        return EXIT_INCOMPLETE
+    return 0
+
+
+def report_parser() -> Parser:
+    p = Parser(
+        prog="run_eval.py report",
+        description="Tables (md/csv/tex), plots and CIs from run or sweep folders; calls no model.",
+    )
+    p.add_argument("paths", nargs="+", type=Path, help="run folders, sweep folders, or folders holding them (results/)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="report folder (default: SWEEP/report for one sweep, FOLDER/report-TIME for one folder of runs, "
+        "else results/report-TIME)",
+    )
+    p.add_argument("--published", type=Path, help="published numbers CSV (default: the bundled paper_results.csv)")
+    return p
+
+
+def cmd_report(argv: Sequence[str]) -> int:
+    from datetime import UTC, datetime
+
+    from harness.reporting.published import load_published
+    from harness.reporting.report import write_report
+
+    a = report_parser().parse_args(argv)
+    if a.published is not None:
+        check_regular(a.published, "--published")
+    out = a.out
+    if out is None:
+        stamp = datetime.now(UTC).strftime("report-%Y%m%d-%H%M%S")
+        one = a.paths[0] if len(a.paths) == 1 else None
+        if one is not None and (one / "sweep.json").is_file():
+            out = one / "report"
+        elif one is not None and one.is_dir() and not (one / "config.json").is_file():
+            out = one / stamp  # a folder of run folders (results/): the report goes beside them
+        else:
+            out = Path("results") / stamp
+    check_output(out, "report folder", directory=True)
+    out_dir = write_report(a.paths, out, load_published(a.published) if a.published else None)
+    md = (out_dir / "report.md").read_text(encoding="utf-8")
+    ends = [i for i in (md.find("\n## C-STS beside"), md.find("\n## Published")) if i >= 0]
+    print(md[: min(ends, default=len(md))].rstrip())
+    print(f"report: {out_dir}")
+    print(f"html: {(out_dir / 'index.html').resolve()}")
+    return 0
+
+
+def compare_parser() -> Parser:
+    p = Parser(prog="run_eval.py compare", description="Paired comparison of two runs on the items both answered.")
+    p.add_argument("run_a", type=Path, help="run folder A (differences are A - B)")
+    p.add_argument("run_b", type=Path, help="run folder B")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    return p
+
+
+def cmd_compare(argv: Sequence[str]) -> int:
+    from harness.reporting.compare import compare_runs
+
+    a = compare_parser().parse_args(argv)
+    if a.resamples < 1:
+        raise HarnessError(f"--resamples must be at least 1, got {a.resamples}")
+    print(compare_runs(a.run_a, a.run_b, a.resamples, a.seed), end="")
+    return 0
+
+
+def overlap_parser() -> Parser:
+    p = Parser(prog="run_eval.py overlap", description="Text shared between the few-shot pool and the evaluated split.")
+    p.add_argument("--dataset", default="csts", choices=["csts", "stsb"], help="dataset to compare splits of")
+    p.add_argument("--pool", default="train", help="the split shots come from")
+    p.add_argument("--eval", default="validation", help="the evaluated split")
+    add_data_args(p)
+    return p
+
+
+def cmd_overlap(argv: Sequence[str]) -> int:
+    from harness.datasets.load import load_dataset
+    from harness.datasets.overlap import format_overlap, overlap
+
+    a = overlap_parser().parse_args(argv)
+    evaluated = load_dataset(a.dataset, a.eval, a.data_dir, a.archive, a.password_file).examples
+    pool = load_dataset(a.dataset, a.pool, a.data_dir, a.archive, a.password_file).examples
+    print(f"{a.dataset}: pool {a.pool} ({len(pool):,} rows) vs evaluated {a.eval} ({len(evaluated):,} rows)")
+    print(format_overlap(overlap(pool, evaluated), a.pool, a.eval), end="")
+    return 0
+
+
+COMMANDS = {  # keys as in options.COMMAND_HELP, which `run_eval.py --help` lists
+    "extract": cmd_extract,
+    "data-report": cmd_data_report,
+    "overlap": cmd_overlap,
+    "report": cmd_report,
+    "compare": cmd_compare,
+    "batches": cmd_batches,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Dispatch to a sub-command (first word) or the default evaluation run."""
+    from harness.calling.batch import BatchesPending
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = COMMANDS.get(args[0]) if args else None
+    previous = _on_sigterm()
+    try:
+        if command is not None:
+            return command(args[1:])
+        if args and not args[0].startswith("-"):
+            raise HarnessError(unknown_command(args[0]))
+        return cmd_run(args)
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except BatchesPending as e:
+        print(f"batches pending: {e}", file=sys.stderr)
+        return EXIT_BATCH_PENDING
+    except KeyboardInterrupt as e:
+        # No results folder was written. Answers from API and local models that reached the response
+        # cache before the signal are reused by a rerun; offline baselines and --no-cache keep nothing.
+        signal_name = "SIGTERM" if isinstance(e, Terminated) else "SIGINT"
+        print(
+            f"error: interrupted ({signal_name}); no results were written; answers already in the response "
+            "cache are reused when the same command runs again",
+            file=sys.stderr,
+        )
+        return EXIT_SIGTERM if isinstance(e, Terminated) else EXIT_SIGINT
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as a KeyboardInterrupt so that it stops asyncio's loop as Ctrl-C does and cleanup runs
+    (caches close, claims are released)."""
+
+
+def _on_sigterm() -> signal.Handlers | Any | None:
+    """Turn SIGTERM into Terminated while main() runs (only possible in the main thread)."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        return None
+
+
+def unknown_command(word: str) -> str:
+    """A first word that is no command: a run takes only options, so this is a mistyped command."""
+    close = difflib.get_close_matches(word, COMMANDS, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown command {word!r}: {hint}commands are {', '.join(COMMANDS)}; a run takes options only (--model ...)"

@@ -1,0 +1,296 @@
+"""The run command's options: argparse -> RunConfig, every option with its help and its default shown.
+
+Nothing is checked here beyond what argparse parses; every check of the values lives in validate.py, so
+a RunConfig built by a sweep or a test is held to the same rules as one built from the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import NoReturn
+
+from harness.calling.batch.options import add_batch_args, batch_options
+from harness.config.settings import PARSE_MODES, SCORINGS, SHOT_SAMPLERS, VARIANTS, ApiOptions, LocalOptions, RunConfig
+from harness.prompting.render import INSTRUCTIONS
+from harness.types import HarnessError
+
+# The sub-commands, in the order `--help` lists them (cli.COMMANDS maps each to its function).
+COMMAND_HELP = {
+    "extract": "decrypt the C-STS release into a directory",
+    "data-report": "split sizes, label distributions, lengths, agreement of the label sets",
+    "overlap": "text shared between the few-shot pool and the evaluated split",
+    "report": "tables (md/csv/tex), plots and CIs from run or sweep folders; calls no model",
+    "compare": "paired comparison of two runs on the items both answered",
+    "batches": "the batches submitted with --batch: pending, finished, expired, with counts; calls no API",
+}
+EXIT_CODES = """exit status:
+  0    every query has a prediction
+  2    bad input: one `error:` line on stderr, nothing sent, nothing written
+  3    run folder written, but some requests failed (a sweep: in any cell); the same command again retries them
+  4    --batch: batches submitted or still running, nothing written yet; the same command collects them
+  130  interrupted (Ctrl-C, SIGINT)
+  143  terminated (SIGTERM)"""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions kept as written; every option's help ends with its default unless it states one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text, default = action.help or "", action.default
+        unset = default is None or default is False or default == [] or default is argparse.SUPPRESS
+        if "default" in text or unset or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one `error:` line and exit 2 like every other bad input (cli.main)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(formatter_class=HelpFormatter, **kwargs)  # type: ignore[arg-type]
+
+    def error(self, message: str) -> NoReturn:
+        raise HarnessError(f"{message} (see `{self.prog} --help`)")
+
+
+def add_data_args(p: argparse.ArgumentParser) -> None:
+    """Where C-STS comes from: an extracted directory, or the encrypted release and its password."""
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        help="directory with csts_{train,validation,test}.csv (default: $CSTS_DATA_DIR)",
+    )
+    p.add_argument(
+        "--archive", type=Path, help="the official encrypted release csts.tar.enc, decrypted in memory (default: none)"
+    )
+    p.add_argument("--password-file", type=Path, help="file holding the archive's password (default: $CSTS_PASSWORD)")
+
+
+def run_parser() -> Parser:
+    commands = "\n".join(f"  {name:<12} {text}" for name, text in COMMAND_HELP.items())
+    p = Parser(
+        prog="run_eval.py",
+        usage="%(prog)s --model MODEL [options]\n       %(prog)s COMMAND [options]   (COMMAND: "
+        + ", ".join(COMMAND_HELP)
+        + ")",
+        description="Evaluate a model by prompting on C-STS or STS-B.\n\n"
+        "A plain run is zero-shot (k=0: --shots 0) with no instruction (--instr none); the paper's protocol "
+        "(Deshpande et al. 2023) is --shots 4 --instr long.\nComma lists in --model, --shots, --instr and "
+        "--dataset run a sweep: every combination, each its own run folder.",
+        epilog=f"commands (`run_eval.py COMMAND --help` for their options):\n{commands}\n\n{EXIT_CODES}",
+    )
+    p.add_argument(
+        "--model",
+        required=True,
+        help="required: model name (gpt-4o, claude-..., a hub id or directory with --backend vllm|hf, "
+        "or an offline baseline: overlap, random)",
+    )
+    p.add_argument(
+        "--backend",
+        help="offline, openai, anthropic, vllm, hf, sentence-transformers (default: implied by the model name; "
+        "with --base-url an unknown name means openai)",
+    )
+    p.add_argument("--dataset", default="csts", choices=["csts", "stsb"], help="dataset to evaluate")
+    p.add_argument("--split", default="validation", help="validation, test (C-STS: writes the submission) or train")
+    p.add_argument(
+        "--shots", type=int, default=0, help="in-context examples k (C-STS: k/2 sentence pairs, both conditions)"
+    )
+    p.add_argument("--instr", default="none", help=f"instruction level: {', '.join(INSTRUCTIONS)}")
+    p.add_argument(
+        "--template",
+        help="template name under templates/<dataset>/, or a .j2 file of your own; overrides --instr "
+        "(default: from --instr)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seeds shot choice and the invalid-output fallback")
+    p.add_argument("--limit", type=int, help="evaluate only the first N queries (default: all)")
+    p.add_argument("--labels", default="original", help="label set: original, or reannotated (Tu et al. 2024)")
+    p.add_argument(
+        "--subset", default="all", help="all, reannotated-test or reannotated-train (seeded 70/30 of re-annotated)"
+    )
+    p.add_argument("--subset-seed", type=int, default=0, help="seed of the 70/30 re-annotated split")
+    p.add_argument(
+        "--variant",
+        default="sentences",
+        choices=VARIANTS,
+        help="sentences (the paper's prompt); qa: answer each condition as a question, then score the answers "
+        "(Tu et al. 2024); qa-embed: cosine of the answers' embeddings (--model is the embedding model)",
+    )
+    p.add_argument("--answer-model", help="qa variants: the model that answers the questions (default: --model)")
+    p.add_argument(
+        "--answer-backend",
+        help="qa variants: the answer model's backend (default: by its name, else --backend)",
+    )
+    p.add_argument("--answers", type=Path, help="qa variants: reuse answers.jsonl from an earlier run (default: none)")
+    add_data_args(p)
+    p.add_argument("--results-dir", type=Path, default=Path("results"), help="where run folders are written")
+    p.add_argument("--run-id", help="name of the run folder, a plain name (default: dataset-split-model-k-instr-time)")
+    p.add_argument("--dry-run", action="store_true", help="render every prompt and count tokens; call no model")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_decoding_args(p.add_argument_group("what is sent and how replies are read (every backend)"))
+    add_api_args(p.add_argument_group("API backends (openai, anthropic, OpenAI-compatible servers)"))
+    add_local_args(p.add_argument_group("local GPU backends (vllm, hf)"))
+    return p
+
+
+def add_decoding_args(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
+        "--chat",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="--chat: wrap the prompt in the model's chat template (one user message); --no-chat: raw text, "
+        "as the paper sent it to open models (default: the backend's: raw for vllm, hf and --base-url servers, "
+        "chat for the chat-only hosted APIs and OpenAI's model names)",
+    )
+    g.add_argument(
+        "--stop",
+        action="append",
+        default=[],
+        metavar="STR",
+        help="stop sequence, repeatable (default: none, the paper's protocol)",
+    )
+    g.add_argument(
+        "--max-tokens",
+        type=int,
+        default=20,
+        metavar="N",
+        help="output tokens per scoring request (Deshpande et al. 2023: 20; the reference code's GPT call used 5; "
+        "reasoning models use --reasoning-tokens instead)",
+    )
+    g.add_argument(
+        "--shot-sampler",
+        default="seeded",
+        choices=SHOT_SAMPLERS,
+        help="seeded: shots drawn per query from (seed, query id), independent of order and --limit; reference: "
+        "the published script's one random stream",
+    )
+    g.add_argument(
+        "--shot-seed", type=int, help="seed of the shot choice alone (default: --seed; 42 for --shot-sampler reference)"
+    )
+    g.add_argument(
+        "--scoring",
+        default="parsed",
+        choices=SCORINGS,
+        help="parsed: the first number of the reply (the paper); expected: probability-weighted score",
+    )
+    g.add_argument(
+        "--parse",
+        default="first-number",
+        choices=PARSE_MODES,
+        help="first-number: the paper's rule only; strict: also report *_strict metrics, where a score must "
+        "stand alone or follow an answer cue (the paper's numbers are unchanged)",
+    )
+
+
+def add_api_args(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
+        "--base-url",
+        action="append",
+        default=[],
+        help="OpenAI-compatible server URL, e.g. http://127.0.0.1:8000/v1; repeatable, spreads the load "
+        "(default: the provider's)",
+    )
+    g.add_argument("--concurrency", type=int, default=16, help="API requests in flight")
+    g.add_argument("--timeout", type=float, default=120.0, help="seconds per attempt before it is retried")
+    g.add_argument("--max-retries", type=int, default=8, help="retries per request on 408/409/429/5xx/529/timeouts")
+    g.add_argument("--cache", type=Path, help="response cache file (default: RESULTS_DIR/cache.sqlite)")
+    g.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
+    g.add_argument("--refresh", action="store_true", help="ignore cached answers; send again and store the new ones")
+    g.add_argument(
+        "--max-cost", type=float, help="US dollars this run may spend; stops sending before that (default: no limit)"
+    )
+    g.add_argument("--prices", type=Path, help="JSON price table (default: harness/data/prices.json)")
+    g.add_argument(
+        "--reasoning",
+        choices=["auto", "yes", "no"],
+        default="auto",
+        help="treat the model as a reasoning model (no temperature; max_completion_tokens). auto: by name",
+    )
+    g.add_argument(
+        "--reasoning-tokens",
+        type=int,
+        default=2048,
+        help="max_completion_tokens for reasoning models: hidden reasoning plus the answer",
+    )
+    g.add_argument("--reasoning-effort", help="reasoning_effort for reasoning models, e.g. low (default: not sent)")
+    g.add_argument(
+        "--anthropic-greedy",
+        action="store_true",
+        help="temperature 0 via API version 2023-06-01 (models that still allow it); default: the model's sampling",
+    )
+    add_batch_args(g)  # --batch, --batch-wait, --batch-poll, --batch-max-requests (harness/calling/batch/options.py)
+
+
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+def add_local_args(g: argparse._ArgumentGroup) -> None:
+    g.add_argument("--dtype", default="auto", choices=DTYPES, help="weights and activations (auto: the checkpoint's)")
+    g.add_argument("--tensor-parallel", type=int, default=1, metavar="N", help="vllm: split the model over N GPUs")
+    g.add_argument(
+        "--gpu-memory-utilization", type=float, default=0.9, metavar="F", help="vllm: share of GPU memory, in (0, 1]"
+    )
+    g.add_argument("--max-model-len", type=int, metavar="N", help="vllm: context length (default: the model's)")
+    g.add_argument("--batch-size", type=int, metavar="N", help="hf: prompts per batch (default: chosen to fit memory)")
+
+
+def config_from_args(a: argparse.Namespace) -> RunConfig:
+    """The parsed options as a RunConfig (validate.validate checks the values)."""
+    api = ApiOptions(
+        batch=batch_options(a),
+        base_urls=tuple(a.base_url),
+        concurrency=a.concurrency,
+        timeout=a.timeout,
+        max_retries=a.max_retries,
+        cache=a.cache,
+        no_cache=a.no_cache,
+        refresh=a.refresh,
+        max_cost=a.max_cost,
+        prices=a.prices,
+        reasoning={"auto": None, "yes": True, "no": False}[a.reasoning],
+        reasoning_tokens=a.reasoning_tokens,
+        reasoning_effort=a.reasoning_effort,
+        anthropic_greedy=a.anthropic_greedy,
+    )
+    local = LocalOptions(
+        chat=bool(a.chat),  # the local backends' default is raw text, as the paper sent it
+        dtype=a.dtype,
+        tensor_parallel=a.tensor_parallel,
+        gpu_memory_utilization=a.gpu_memory_utilization,
+        max_model_len=a.max_model_len,
+        batch_size=a.batch_size,
+    )
+    return RunConfig(
+        model=a.model,
+        backend=a.backend,
+        dataset=a.dataset,
+        split=a.split,
+        shots=a.shots,
+        instr=a.instr,
+        template=a.template,
+        seed=a.seed,
+        limit=a.limit,
+        labels=a.labels,
+        subset=a.subset,
+        subset_seed=a.subset_seed,
+        variant=a.variant,
+        answer_model=a.answer_model,
+        answer_backend=a.answer_backend,
+        answers=a.answers,
+        data_dir=a.data_dir,
+        archive=a.archive,
+        password_file=a.password_file,
+        results_dir=a.results_dir,
+        run_id=a.run_id,
+        dry_run=a.dry_run,
+        progress=not a.no_progress,
+        api=api,
+        local=local,
+        chat=a.chat,
+        stop=tuple(a.stop),
+        max_tokens=a.max_tokens,
+        shot_sampler=a.shot_sampler,
+        shot_seed=a.shot_seed,
+        scoring=a.scoring,
+        parse=a.parse,
+    )

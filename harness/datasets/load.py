@@ -1,0 +1,212 @@
+"""Load C-STS (a directory of CSVs or the encrypted release) and the bundled STS-B into Examples."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import math
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from harness.datasets.release import OBTAIN_HINT, SPLIT_FILES, decrypt_release, read_password
+from harness.inputs import read_bytes
+from harness.types import Dataset, Example, HarnessError
+
+CSTS_COLUMNS = ("sentence1", "sentence2", "condition", "label")
+STSB_COLUMNS = ("sentence1", "sentence2", "score")
+LABEL_RANGES = {"csts": (1.0, 5.0), "stsb": (0.0, 5.0)}
+SPLITS = {"csts": ("train", "validation", "test"), "stsb": ("train", "validation")}
+STSB_DIR = Path(__file__).parents[1] / "data" / "stsb"
+_STSB_FILES = {"train": "train.tsv", "validation": "dev.tsv"}
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _label(value: str, where: str, label_range: tuple[float, float], *, hidden_ok: bool) -> float | None:
+    """Parse a label cell; -1 marks a hidden label in the C-STS test split, and only there.
+
+    A label outside the dataset's scale (C-STS 1-5, STS-B 0-5) is an error, not a number to keep: it would
+    enter Spearman and MSE as if it were a rating (a C-STS "17", a validation "-1").
+    """
+    try:
+        number = float(value)
+    except ValueError:
+        raise HarnessError(f"{where}: label {value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise HarnessError(f"{where}: label {value!r} is not a finite number")
+    if hidden_ok and number == -1:
+        return None
+    lo, hi = label_range
+    if not lo <= number <= hi:
+        hidden = " (-1 means hidden only in the test split)" if number == -1 else ""
+        raise HarnessError(f"{where}: label {value} is outside the {lo:g}-{hi:g} scale{hidden}")
+    return number
+
+
+def _csv_error(e: csv.Error, reader: csv.DictReader[str], source: str) -> HarnessError:
+    # The csv module's one common failure on real files is its field size limit (131,072 characters),
+    # which in practice means an unclosed quote swallowed the rest of the file into one cell.
+    hint = " (an unclosed quote?)" if "field larger than field limit" in str(e) else ""
+    return HarnessError(f"{source} line {reader.line_num}: {e}{hint}")
+
+
+def _header(reader: csv.DictReader[str], source: str) -> list[str]:
+    try:
+        return list(reader.fieldnames or [])
+    except csv.Error as e:
+        raise _csv_error(e, reader, source) from None
+
+
+def _rows(reader: csv.DictReader[str], source: str) -> Iterator[dict[str, str]]:
+    """The reader's rows; a csv error becomes one line naming the file and line."""
+    try:
+        yield from reader
+    except csv.Error as e:
+        raise _csv_error(e, reader, source) from None
+
+
+def parse_csts_csv(data: bytes, source: str, split: str) -> tuple[Example, ...]:
+    """Rows of one C-STS split; a missing condition is empty text, as in the reference code."""
+    text = _decode(data, source)
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = _header(reader, source)
+    missing = [c for c in CSTS_COLUMNS if c not in header]
+    if not header:
+        raise HarnessError(f"{source} is empty (expected a header: {','.join(CSTS_COLUMNS)})")
+    if missing:
+        raise HarnessError(
+            f"{source}: missing column(s) {', '.join(missing)}; found {', '.join(header)} "
+            f"(expected {','.join(CSTS_COLUMNS)})"
+        )
+    examples = []
+    for i, row in enumerate(_rows(reader, source)):
+        where = f"{source} row {i + 2}"
+        s1, s2 = row["sentence1"], row["sentence2"]
+        if s1 is None or s2 is None or row["label"] is None:
+            raise HarnessError(f"{where}: too few fields")
+        if not s1.strip() or not s2.strip():
+            raise HarnessError(f"{where}: empty sentence")
+        label = _label(row["label"].strip(), where, LABEL_RANGES["csts"], hidden_ok=split == "test")
+        examples.append(Example(str(i), s1, s2, row["condition"] or "", label))
+    if not examples:
+        raise HarnessError(f"{source} has a header but no rows")
+    return tuple(examples)
+
+
+def parse_stsb_tsv(data: bytes, source: str) -> tuple[Example, ...]:
+    """GLUE STS-B rows; quotes are literal text in this format, so quoting is off."""
+    text = _decode(data, source)
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
+    header = _header(reader, source)
+    if not header:
+        raise HarnessError(f"{source} is empty")
+    missing = [c for c in STSB_COLUMNS if c not in header]
+    if missing:
+        raise HarnessError(f"{source}: missing column(s) {', '.join(missing)}; found {', '.join(header)}")
+    examples = []
+    for i, row in enumerate(_rows(reader, source)):
+        where = f"{source} row {i + 2}"
+        if row["score"] is None:
+            raise HarnessError(f"{where}: too few fields")
+        label = _label(row["score"], where, LABEL_RANGES["stsb"], hidden_ok=False)
+        examples.append(Example(str(i), row["sentence1"], row["sentence2"], "", label))
+    if not examples:
+        raise HarnessError(f"{source} has a header but no rows")
+    return tuple(examples)
+
+
+def _decode(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise HarnessError(f"{source} is not UTF-8 text") from None
+
+
+def read_csts_files(
+    data_dir: Path | None, archive: Path | None, password_file: Path | None
+) -> tuple[dict[str, bytes], str]:
+    """Raw split files from the archive (decrypted in memory) or a directory; returns (files, origin)."""
+    if archive is not None:
+        password = os.environ.get("CSTS_PASSWORD")
+        if password_file is not None:
+            password = read_password(password_file)
+        if password is None:
+            raise HarnessError("--archive needs --password-file FILE (or CSTS_PASSWORD in the environment)")
+        return decrypt_release(archive, password), str(archive)
+    if data_dir is None and os.environ.get("CSTS_DATA_DIR"):
+        data_dir = Path(os.environ["CSTS_DATA_DIR"])
+    if data_dir is None:
+        raise HarnessError(f"no C-STS data given: {OBTAIN_HINT}")
+    if Path(data_dir).exists() and not Path(data_dir).is_dir():
+        raise HarnessError(f"C-STS data directory {data_dir} is not a directory (--archive takes csts.tar.enc)")
+    if not Path(data_dir).is_dir():
+        raise HarnessError(f"C-STS data directory {data_dir} does not exist: {OBTAIN_HINT}")
+    files = {}
+    for name in SPLIT_FILES:
+        path = Path(data_dir) / name
+        if not os.path.lexists(path):
+            continue  # only the splits a run needs are required; checked by the caller
+        files[name] = read_bytes(path, "C-STS split file")
+    return files, str(data_dir)
+
+
+def load_csts(
+    split: str, data_dir: Path | None = None, archive: Path | None = None, password_file: Path | None = None
+) -> Dataset:
+    """The evaluated split plus the train split as the few-shot pool."""
+    files, origin = read_csts_files(data_dir, archive, password_file)
+    needed = {f"csts_{s}.csv" for s in ("train", split)}
+    absent = sorted(needed - files.keys())
+    if absent:
+        raise HarnessError(f"{origin} has no {', '.join(absent)}: {OBTAIN_HINT}")
+    examples = parse_csts_csv(files[f"csts_{split}.csv"], f"{origin}/csts_{split}.csv", split)
+    pool = (
+        examples if split == "train" else parse_csts_csv(files["csts_train.csv"], f"{origin}/csts_train.csv", "train")
+    )
+    hashes = {name: sha256(files[name]) for name in sorted(needed)}
+    return Dataset("csts", split, examples, pool, LABEL_RANGES["csts"], hashes)
+
+
+def load_stsb(split: str, stsb_dir: Path = STSB_DIR) -> Dataset:
+    """STS-B from the bundled GLUE files: validation is GLUE's dev.tsv (test labels were never released)."""
+    raw = {}
+    for s in {"train", split}:
+        path = stsb_dir / _STSB_FILES[s]
+        raw[s] = read_bytes(path, "bundled STS-B file")
+    examples = parse_stsb_tsv(raw[split], f"stsb/{_STSB_FILES[split]}")
+    pool = parse_stsb_tsv(raw["train"], "stsb/train.tsv") if split != "train" else examples
+    hashes = {_STSB_FILES[s]: sha256(b) for s, b in sorted(raw.items())}
+    return Dataset("stsb", split, examples, pool, LABEL_RANGES["stsb"], hashes)
+
+
+def load_dataset(
+    name: str,
+    split: str,
+    data_dir: Path | None = None,
+    archive: Path | None = None,
+    password_file: Path | None = None,
+) -> Dataset:
+    """Dispatch on the dataset name; unknown names and splits are one clear error."""
+    if name not in SPLITS:
+        raise HarnessError(f"unknown dataset {name!r}; choose from {', '.join(SPLITS)}")
+    if split not in SPLITS[name]:
+        raise HarnessError(f"dataset {name} has no split {split!r}; choose from {', '.join(SPLITS[name])}")
+    if name == "csts":
+        return load_csts(split, data_dir, archive, password_file)
+    return load_stsb(split)
+
+
+def pair_key(example: Example) -> tuple[str, str]:
+    """A sentence pair regardless of order, so (a, b) and (b, a) count as one pair."""
+    a, b = example.sentence1, example.sentence2
+    return (a, b) if a <= b else (b, a)
+
+
+def pair_ids(examples: Iterable[Example]) -> dict[str, str]:
+    """Example id -> id of the first example with the same sentence pair: one cluster per pair."""
+    first: dict[tuple[str, str], str] = {}
+    return {e.id: first.setdefault(pair_key(e), e.id) for e in examples}

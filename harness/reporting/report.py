@@ -1,0 +1,231 @@
+"""Reports from run folders, no model calls: Table 11/12 layout, C-STS beside STS-B, published numbers, CIs."""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.reporting.published import Published, load_published, match, not_comparable
+from harness.reporting.rowkeys import label_rows, text
+from harness.reporting.tables import LAYOUT_METRICS
+from harness.results.read import REASONS, Run, expand, load_run
+from harness.scoring.metrics import compute_metrics, pearson, spearman
+from harness.scoring.parsing import fallback_score
+from harness.scoring.stats import bootstrap_ci, fallback_spread
+from harness.types import HarnessError, Scored
+
+N_BOOTSTRAP = 1000
+FALLBACK_SEEDS = 20
+
+
+def groups_of(run: Run, samples: Sequence[Scored]) -> list[str] | None:
+    """Bootstrap clusters: C-STS sentence pairs (both conditions together); STS-B items on their own."""
+    if run.config["dataset"] != "csts":
+        return None
+    # Runs written before samples carried `pair`: the release lists both conditions of a pair as rows 2i, 2i+1.
+    return [s.pair if s.pair is not None else str(int(s.id) // 2) for s in samples]
+
+
+# Cells of a sweep share query ids, so one report asks for the same draw many times (a hash and a Random each).
+_draw = functools.lru_cache(maxsize=1 << 18)(fallback_score)
+
+
+def _fallback_draws(run: Run, invalid: Sequence[Scored], seeds: int) -> np.ndarray:
+    """The fallback draws the runner would have made for the invalid items under seeds 0..seeds-1."""
+    return np.array([[_draw(seed, s.id, run.label_range) for s in invalid] for seed in range(seeds)])
+
+
+def summarize(run: Run, n_bootstrap: int = N_BOOTSTRAP, fallback_seeds: int = FALLBACK_SEEDS) -> dict[str, Any]:
+    """One report row: the run's metrics recomputed from samples.jsonl, CIs, notes and the fallback spread."""
+    c = run.config
+    strict = run.identity()["parse"] == "strict"
+    m = compute_metrics(run.samples, run.label_range, strict=strict)
+    row: dict[str, Any] = {
+        "dataset": c["dataset"],
+        "split": run.split,
+        "variant": run.variant,
+        "labels": run.labels,
+        "model": c["model"],
+        "instr": run.instr,
+        "shots": c["shots"],
+        **{k: text(k, v) for k, v in run.identity().items()},
+        "dry_run": run.dry_run,
+        "n": m["n"],
+        "errors": m["errors"],
+        "invalid_pct": m["invalid_pct"],
+        "out_of_range_pct": m["out_of_range_pct"],
+        "pearson": m.get("pearson"),
+        "spearman": m.get("spearman"),
+        "n_valid": m.get("n_valid"),
+        "pearson_valid": m.get("pearson_valid"),
+        "spearman_valid": m.get("spearman_valid"),
+    }
+    reasons = Counter(e["reason"] for e in run.extras if e["reason"] is not None)
+    row |= {f"reason_{code.replace('-', '_')}": reasons.get(code, 0) for code in REASONS}
+    row["reasons_other"] = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()) if k not in REASONS)
+    served = sorted({str(e["served_model"]) for e in run.extras if e.get("served_model")})
+    row["served_model"] = ", ".join(served) if served else None
+    scored = [s for s in run.samples if s.error is None and s.prediction is not None and s.label is not None]
+    pred = [float(s.prediction) for s in scored]  # type: ignore[arg-type]
+    gold = [float(s.label) for s in scored]  # type: ignore[arg-type]
+    hidden = m["n"] > 0 and all(s.label is None for s in run.samples)  # the C-STS test split hides its labels
+    for name in ("spearman", "pearson"):
+        derived = m.get(f"{name}_note") or ("labels hidden" if hidden else None)
+        row[f"{name}_note"] = run.stored_metrics.get(f"{name}_note") or derived
+    if strict:  # --parse strict: a second, separately named metric set, never in place of the paper's
+        for key in ("invalid_strict_pct", "spearman_strict", "pearson_strict", "spearman_strict_note"):
+            row[key] = m.get(key)
+    if scored:
+        ci = bootstrap_ci(pred, gold, groups_of(run, scored), n_bootstrap, seed=0)
+        for name in ("spearman", "pearson"):
+            row[f"{name}_lo"], row[f"{name}_hi"] = ci[name].low, ci[name].high
+        invalid = [not s.valid for s in scored]
+        if any(invalid):
+            draws = _fallback_draws(run, [s for s in scored if not s.valid], fallback_seeds)
+            spread = fallback_spread(pred, gold, invalid, draws)
+            for name in ("spearman", "pearson"):
+                row[f"{name}_fallback_mean"], row[f"{name}_fallback_sd"] = spread[name]
+    row["mismatch"] = "" if run.dry_run else _mismatch(m, run.stored_metrics)
+    row["run"] = run.run_dir.name
+    row["run_dir"] = str(run.run_dir)
+    return row
+
+
+def _mismatch(recomputed: dict[str, Any], stored: dict[str, Any]) -> str:
+    """Names of metrics.json values that samples.jsonl does not reproduce (should be empty)."""
+    bad = []
+    for key in ("n", "invalid_pct", "spearman", "pearson"):
+        a, b = recomputed.get(key), stored.get(key)
+        if a is None or b is None:
+            if (a is None) != (b is None) and stored:
+                bad.append(key)
+        elif not math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9):
+            bad.append(key)
+    return ",".join(bad)
+
+
+def common_items(runs: Sequence[Run], table: pd.DataFrame) -> pd.DataFrame:
+    """Spearman/Pearson on the items every run of the same dataset, split and labels parsed (valid in all)."""
+    table = table.copy()
+    for col in ("n_common", "spearman_common", "pearson_common"):
+        table[col] = None
+    keys = ["dataset", "split", "variant", "labels"]
+    for _, idx in table.groupby(keys, sort=False).groups.items():
+        parsed = {
+            i: {s.id: s for s in runs[i].samples if s.valid and s.error is None and s.label is not None} for i in idx
+        }
+        # A run that parsed nothing (the random baseline) would empty the intersection for all: left out of it.
+        parsed = {i: u for i, u in parsed.items() if u}
+        if len(parsed) < 2:
+            continue
+        ids = sorted(set.intersection(*(set(u) for u in parsed.values())), key=id_order)
+        for i, u in parsed.items():
+            pred, gold = [u[k].prediction for k in ids], [u[k].label for k in ids]
+            table.loc[i, "n_common"] = len(ids)
+            table.loc[i, "spearman_common"] = spearman(pred, gold) if ids else None  # type: ignore[arg-type]
+            table.loc[i, "pearson_common"] = pearson(pred, gold) if ids else None  # type: ignore[arg-type]
+    return table
+
+
+def id_order(i: str) -> tuple[int, str]:
+    return (int(i), i) if i.isdigit() else (1 << 62, i)
+
+
+def attach_published(
+    table: pd.DataFrame, published: list[Published], identities: Sequence[dict[str, Any]]
+) -> pd.DataFrame:
+    """Add the matching published row's numbers, whether the run may be compared with them, and the differences
+    (only where it may: the whole published split, no failed requests, the paper's protocol)."""
+    table = table.copy()
+    found = [
+        match(published, r.model, r.dataset, r.split, r.instr, int(r.shots), r.variant, r.labels)
+        for r in table.itertuples()
+    ]
+    table["paper_source"] = [p.source if p else None for p in found]
+    table["paper_model"] = [p.model if p else None for p in found]
+    notes = [
+        not_comparable(p, int(r.n), int(r.errors), ident, bool(r.dry_run)) if p else None
+        for p, r, ident in zip(found, table.itertuples(), identities, strict=True)
+    ]
+    table["paper_note"] = notes
+    for key, _ in LAYOUT_METRICS:
+        paper = [getattr(p, key) if p else None for p in found]
+        table[f"paper_{key}"] = paper
+        table[f"diff_{key}"] = [
+            ours - theirs if theirs is not None and ours is not None and not _nan(ours) and note is None else None
+            for ours, theirs, note in zip(table[key], paper, notes, strict=True)
+        ]
+    return table
+
+
+def _nan(v: object) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
+    runs = [load_run(d) for d in run_dirs]
+    if not runs:
+        raise HarnessError("no run folders to report on")
+    return runs
+
+
+def build_table(
+    run_dirs: Sequence[Path] | Sequence[Run], published: list[Published] | None = None, **kw: Any
+) -> pd.DataFrame:
+    """One row per run folder with every number a report shows, each with its ref (R1, R2, ...) and the row
+    label that keeps it in a cell of its own."""
+    runs = [r if isinstance(r, Run) else load_run(r) for r in run_dirs]
+    if not runs:
+        raise HarnessError("no run folders to report on")
+    table = pd.DataFrame([summarize(r, **kw) for r in runs])
+    table.insert(0, "ref", [f"R{i + 1}" for i in range(len(table))])
+    table["row"], notes = label_rows(table, runs)
+    table.attrs["notes"] = notes
+    table = common_items(runs, table)
+    identities = [r.identity() for r in runs]
+    return attach_published(table, load_published() if published is None else published, identities)
+
+
+def write_report(run_paths: Sequence[Path], out_dir: Path, published: list[Published] | None = None) -> Path:
+    """Stage every report file (md, csv, tex, png, html), then rename the folder into place (replacing an old one)."""
+    from harness.reporting.html import write_html
+    from harness.reporting.markdown import render_report
+    from harness.reporting.plots import plot_invalid, plot_spearman_vs_k
+
+    runs = load_runs(expand(run_paths))
+    table = build_table(runs, published)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        plots = plot_spearman_vs_k(table, staging / "spearman_vs_k.png")
+        plots += plot_invalid(table, staging / "invalid_rate.png")
+        render_report(table, staging, plots)
+        write_html(table, runs, plots, staging / "index.html")
+        os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes 0700; a report is as readable as the user's files
+        if out_dir.exists():
+            old = out_dir.with_name(f".{out_dir.name}.old")
+            os.rename(out_dir, old)
+            os.rename(staging, out_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out_dir
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,1 @@
+"""Run folders both ways: claim, write atomically, read back."""

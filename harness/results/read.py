@@ -1,0 +1,181 @@
+"""Run folders read back for reports: config, samples (with their reason codes), stored metrics, identity."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.reporting.published import SUBSET_SPLITS, TEMPLATE_INSTR
+from harness.results.write import read_samples
+from harness.scoring.parsing import REASONS, in_range
+from harness.types import HarnessError, Scored
+
+__all__ = ["IDENTITY", "OLD_DEFAULTS", "REASONS", "Run", "expand", "load_run", "reason_of", "setting"]
+_SCORED_FIELDS = {f.name for f in dataclasses.fields(Scored)}
+# Per-sample fields newer runners write beside Scored's (finish_reason, usage, served_model, refusal, reason).
+EXTRA_FIELDS = ("reason", "finish_reason", "usage", "served_model", "refusal")
+
+# Every setting that changes the prompt or the answers, beyond the table's own coordinates (dataset, split,
+# variant, labels, model, instruction, k). Reports key table rows on them, so no cell ever holds two runs.
+# A setting an older config.json lacks takes the value the harness used before it existed.
+OLD_DEFAULTS: dict[str, Any] = {
+    "scoring": "parsed",  # the reply's text, parsed (Deshpande et al. 2023, App. A.3)
+    "parse": "first-number",  # the paper's rule
+    "max_tokens": 20,  # App. A.3: 20 generation tokens
+    "stop": None,
+    "shot_sampler": "seeded",  # per-query seeded draw (the harness's own)
+}
+IDENTITY: tuple[str, ...] = ("backend", "chat", "template", "scoring", "parse", "max_tokens", "stop", "shot_sampler")
+IDENTITY += ("seed", "limit", "subset_seed", "answer_model")
+CHAT_BACKENDS = ("openai", "anthropic")  # before --chat/--no-chat, API backends always sent one chat message
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run folder, read back: its config, its samples as the runner scored them, and what they add."""
+
+    run_dir: Path
+    config: dict[str, Any]
+    samples: tuple[Scored, ...]
+    stored_metrics: dict[str, Any]
+    extras: tuple[dict[str, Any], ...]  # per sample: EXTRA_FIELDS, `reason` derived where the file has none
+
+    @property
+    def label_range(self) -> tuple[float, float]:
+        lo, hi = self.config["label_range"]
+        return float(lo), float(hi)
+
+    @property
+    def instr(self) -> str:
+        """The instruction level: the template's name (none/short/long, or a custom template's stem), with the
+        paper layouts that carry an instruction level named by it (t5-long -> long, Tu et al.'s -> short)."""
+        return TEMPLATE_INSTR.get(self.template, self.template)
+
+    @property
+    def template(self) -> str:
+        return Path(str(self.config.get("template") or "none")).stem
+
+    @property
+    def split(self) -> str:
+        """The evaluated split, named as in paper_results.csv where a subset of it was scored."""
+        return SUBSET_SPLITS.get(self.config.get("subset") or "all", self.config["split"])
+
+    @property
+    def variant(self) -> str:
+        variant = self.config.get("variant") or "sentences"
+        return "qa-answers" if variant == "qa" else variant  # paper_results.csv's name for Tu et al.'s QA prompt
+
+    @property
+    def labels(self) -> str:
+        return self.config.get("labels") or "original"
+
+    @property
+    def dry_run(self) -> bool:
+        """A --dry-run folder: prompts only, no answers (older ones say so only by having no predictions)."""
+        if self.stored_metrics.get("dry_run"):
+            return True
+        return bool(self.samples) and all(s.prediction is None and s.error is None for s in self.samples)
+
+    def identity(self) -> dict[str, Any]:
+        """The settings beyond the table coordinates that decide prompts and answers (old defaults filled in)."""
+        return {name: setting(self.config, name) for name in IDENTITY}
+
+
+def setting(config: dict[str, Any], name: str) -> Any:
+    """One identity setting from config.json: top level, then `settings`, then what the harness did before
+    the setting existed (chat: what the backend recorded -- vllm/hf whether they applied a template, API backends
+    whether they sent a chat message -- else, for old runs, API backends sent a chat message)."""
+    settings = config.get("settings") or {}
+    params = config.get("backend_params") or {}
+    if name == "template":
+        return Path(str(config.get("template") or "none")).stem
+    for source in (config, settings):  # None in `settings` means "the default": derived below, as for old runs
+        if source.get(name) is not None:
+            value = source[name]
+            return None if name == "stop" and not value else value  # no stop sequence: [] or None alike
+    if name == "chat":
+        if "chat_template" in params:  # vllm/hf record whether the chat template was applied
+            return bool(params["chat_template"])
+        if isinstance(params.get("chat"), bool):  # API backends record whether they sent a chat message (raw: no)
+            return params["chat"]
+        backend = config.get("backend")
+        return True if backend in CHAT_BACKENDS else (settings.get("local") or {}).get("chat") if backend else None
+    if name == "max_tokens":
+        sent = params.get("sent") or {}
+        return sent.get("max_completion_tokens", sent.get("max_tokens", OLD_DEFAULTS["max_tokens"]))
+    return OLD_DEFAULTS.get(name)
+
+
+def reason_of(record: dict[str, Any], label_range: tuple[float, float]) -> str | None:
+    """The sample's reason code; for samples written before it existed, derived from error/valid/parsed."""
+    if record.get("reason"):
+        return str(record["reason"])
+    if record.get("error") is not None:
+        return "error"
+    if record.get("prediction") is None:
+        return None  # a dry run: nothing was asked
+    if not record.get("valid"):
+        return "no-number"
+    parsed = record.get("parsed")
+    if parsed is not None and not in_range(float(parsed), label_range):
+        return "out-of-range"
+    return "number"
+
+
+def _scored(record: dict[str, Any]) -> Scored:
+    fields = {k: v for k, v in record.items() if k in _SCORED_FIELDS}
+    fields["shot_ids"] = tuple(fields.get("shot_ids") or ())
+    return Scored(**fields)
+
+
+def load_run(run_dir: Path) -> Run:
+    """Read config.json, samples.jsonl and metrics.json of one run folder."""
+    try:
+        config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+        records = read_samples(run_dir)
+        samples = tuple(_scored(r) for r in records)
+        metrics_path = run_dir / "metrics.json"
+        stored = json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.exists() else {}
+        label_range = (float(config["label_range"][0]), float(config["label_range"][1]))
+        extras = tuple({k: r.get(k) for k in EXTRA_FIELDS} | {"reason": reason_of(r, label_range)} for r in records)
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        raise HarnessError(f"{run_dir} is not a readable run folder: {e}") from None
+    return Run(run_dir, config, samples, stored, extras)
+
+
+def expand(paths: Sequence[Path]) -> list[Path]:
+    """Run folders from run folders, sweep folders and folders of them (e.g. results/), in order, each once."""
+    from harness.sweep import sweep_run_dirs
+
+    out: list[Path] = []
+    for p in paths:
+        if (p / "sweep.json").is_file():
+            out += sweep_run_dirs(p)
+        elif (p / "config.json").is_file():
+            out.append(p)
+        elif p.is_dir() and (found := _runs_in(p)):
+            out += found
+        else:
+            raise HarnessError(
+                f"{p} is neither a run folder (config.json), a sweep folder (sweep.json) nor a folder holding them"
+            )
+    seen: dict[Path, Path] = {}
+    for p in out:
+        seen.setdefault(p.resolve(), p)
+    return list(seen.values())
+
+
+def _runs_in(folder: Path) -> list[Path]:
+    """Finished run folders directly inside a folder (sorted by name); staging folders (.name) left out."""
+    return sorted(
+        d
+        for d in folder.iterdir()
+        if d.is_dir()
+        and not d.name.startswith(".")
+        and (d / "config.json").is_file()
+        and (d / "samples.jsonl").is_file()
+    )

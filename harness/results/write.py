@@ -1,0 +1,100 @@
+"""One folder per run: config.json, samples.jsonl, metrics.json (and test_predictions.json), written atomically."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.results.claims import Claim, claim
+from harness.types import Scored
+
+__all__ = ["Claim", "claim", "make_run_id", "read_samples", "sample_record", "write_atomic", "write_run"]
+
+
+def make_run_id(dataset: str, split: str, model: str, shots: int, prompt: str, when: datetime | None = None) -> str:
+    """Readable and sortable: csts-validation-gpt-4-k4-long-20261122-134501."""
+    stamp = (when or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{dataset}-{split}-{model}-k{shots}-{prompt}")
+    return f"{safe}-{stamp}"
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False, default=str) + "\n"
+
+
+def sample_record(s: Scored) -> dict[str, Any]:
+    record = dataclasses.asdict(s) | {"shot_ids": list(s.shot_ids)}
+    if s.expected is None and s.expected_mass is None:  # --scoring expected only: parsed runs keep their layout
+        del record["expected"], record["expected_mass"]
+    return record
+
+
+def umask() -> int:
+    """The process's file-creation mask (read without changing it where Linux allows)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write beside the target and rename over it, so a reader never sees half a file (with the user's mode)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600; a plain open() would have given this
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_run(
+    results_dir: Path,
+    run_id: str,
+    config: Mapping[str, Any],
+    samples: Iterable[Scored],
+    metrics: Mapping[str, Any] | None,
+    test_predictions: Mapping[str, float] | None = None,
+    extra_files: Mapping[str, str] | None = None,
+    claimed: Claim | None = None,
+) -> Path:
+    """Stage the whole folder, then rename it onto the folder claimed at the start: a killed run leaves no
+    half-written results. Without `claimed`, the folder is claimed now (and must be free)."""
+    claimed = claimed or claim(results_dir, run_id, explicit=True)
+    try:
+        staging = claimed.staging()
+        (staging / "config.json").write_text(_json(config), encoding="utf-8")
+        with open(staging / "samples.jsonl", "w", encoding="utf-8") as f:
+            for s in samples:
+                f.write(json.dumps(sample_record(s), ensure_ascii=False) + "\n")
+        if metrics is not None:
+            (staging / "metrics.json").write_text(_json(metrics), encoding="utf-8")
+        if test_predictions is not None:
+            (staging / "test_predictions.json").write_text(json.dumps(test_predictions) + "\n", encoding="utf-8")
+        for name, text in (extra_files or {}).items():  # e.g. answers.jsonl of the qa variants
+            (staging / name).write_text(text, encoding="utf-8")
+        return claimed.publish(staging)
+    except BaseException:
+        claimed.abandon()
+        raise
+
+
+def read_samples(run_dir: Path) -> list[dict[str, Any]]:
+    """samples.jsonl of a finished run, for re-scoring and reports without calling a model."""
+    with open(run_dir / "samples.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]

@@ -1,0 +1,126 @@
+"""Pure metric functions: correlations ×100 as in the papers, invalid and out-of-range rates."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from harness.scoring.parsing import in_range
+from harness.types import Scored
+
+
+def _rank(x: np.ndarray) -> np.ndarray:
+    """Average ranks with ties shared (what Spearman needs), without importing scipy.stats."""
+    order = np.argsort(x, kind="mergesort")
+    ranks = np.empty(len(x), dtype=float)
+    sorted_x = x[order]
+    # Boundaries of runs of equal values; every member of a run gets the run's mean rank.
+    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
+    ends = np.r_[starts[1:], len(x)]
+    mean_rank = (starts + ends - 1) / 2.0 + 1.0
+    ranks[order] = np.repeat(mean_rank, ends - starts)
+    return ranks
+
+
+def pearson(x: ArrayLike, y: ArrayLike) -> float | None:
+    """Pearson r ×100; None when undefined (fewer than two points or a constant side)."""
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(a) < 2:
+        return None
+    a, b = a - a.mean(), b - b.mean()
+    denom = math.sqrt(float(a @ a) * float(b @ b))
+    if denom == 0.0:
+        return None
+    return 100.0 * float(a @ b) / denom
+
+
+def spearman(x: ArrayLike, y: ArrayLike) -> float | None:
+    """Spearman rho ×100 (Pearson of average ranks); None when undefined."""
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(a) < 2:
+        return None
+    return pearson(_rank(a), _rank(b))
+
+
+MIN_N = 30  # below this a correlation is flagged with its n: its 95% CI spans tens of points
+
+
+def correlation_note(pred: np.ndarray, gold: np.ndarray, valid: np.ndarray | None = None) -> str | None:
+    """Why a correlation over these items could mislead, or None: "n=12", "constant predictions: all 100
+    parsed as 1.0", "constant labels: all 40 are 3.0" (several joined by "; ").
+
+    There is a note exactly when the correlation is None or rests on fewer than MIN_N items.
+    """
+    n = len(pred)
+    notes = [f"n={n}"] if n < MIN_N else []
+    if n >= 2 and np.all(pred == pred[0]):
+        how = "parsed as" if valid is not None and bool(np.all(valid)) else "equal to"
+        notes.append(f"constant predictions: all {n} {how} {float(pred[0])}")
+    if n >= 2 and np.all(gold == gold[0]):
+        notes.append(f"constant labels: all {n} are {float(gold[0])}")
+    return "; ".join(notes) or None
+
+
+def _correlations(
+    out: dict[str, Any], suffix: str, pred: np.ndarray, gold: np.ndarray, valid: np.ndarray | None
+) -> None:
+    """spearman<suffix>, pearson<suffix> and, where they could mislead, their <metric>_note siblings."""
+    note = correlation_note(pred, gold, valid)
+    for name, fn in (("spearman", spearman), ("pearson", pearson)):
+        out[f"{name}{suffix}"] = fn(pred, gold)
+        if note is not None:
+            out[f"{name}{suffix}_note"] = note
+
+
+def compute_metrics(
+    samples: Sequence[Scored],
+    label_range: tuple[float, float],
+    *,
+    on_label_scale: bool = True,
+    strict: bool = False,
+) -> dict[str, Any]:
+    """Headline numbers of a run; correlations only over samples that have a label and a prediction.
+
+    `on_label_scale=False` (qa-embed: cosine similarities) leaves out MSE, which compares predictions with
+    labels on the labels' own scale. `strict` adds the `--parse strict` set (*_strict), never replacing
+    the paper's numbers.
+    """
+    answered = [s for s in samples if s.error is None and s.prediction is not None]
+    n = len(answered)
+    invalid = sum(not s.valid for s in answered)
+    out_of_range = sum(s.valid and s.parsed is not None and not in_range(s.parsed, label_range) for s in answered)
+    out: dict[str, Any] = {
+        "n": n,
+        "errors": sum(s.error is not None for s in samples),
+        "invalid": invalid,
+        "invalid_pct": 100.0 * invalid / n if n else None,
+        "out_of_range": out_of_range,
+        "out_of_range_pct": 100.0 * out_of_range / n if n else None,
+        "reasons": dict(sorted(Counter(s.reason for s in samples if s.reason is not None).items())),
+    }
+    if strict:
+        invalid_strict = sum(s.parsed_strict is None for s in answered)
+        out |= {"invalid_strict": invalid_strict, "invalid_strict_pct": 100.0 * invalid_strict / n if n else None}
+    labelled = [s for s in answered if s.label is not None]
+    if not labelled:
+        return out  # C-STS test: labels are hidden, so no correlations
+    pred = np.array([s.prediction for s in labelled], dtype=float)
+    gold = np.array([s.label for s in labelled], dtype=float)
+    valid = np.array([s.valid for s in labelled], dtype=bool)
+    out["n_labelled"] = len(labelled)
+    _correlations(out, "", pred, gold, valid)
+    if on_label_scale:
+        out["mse"] = float(np.mean((pred - gold) ** 2))
+    out["n_valid"] = int(valid.sum())
+    _correlations(out, "_valid", pred[valid], gold[valid], valid[valid])
+    if strict:
+        pred_strict = np.array([s.prediction_strict for s in labelled], dtype=float)
+        valid_strict = np.array([s.parsed_strict is not None for s in labelled], dtype=bool)
+        out["n_valid_strict"] = int(valid_strict.sum())
+        _correlations(out, "_strict", pred_strict, gold, valid_strict)
+    return out

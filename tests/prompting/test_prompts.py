@@ -1,0 +1,130 @@
+"""Templates render byte-identical to the published reference code, and fail loudly when misused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.datasets.load import load_dataset
+from harness.prompting.render import PromptRenderer, template_name
+from harness.types import Example, HarnessError
+from tests.conftest import SHARED, SHARED_ARCHIVE, SHARED_PASSWORD, requires_shared
+
+GOLDEN = SHARED / "golden" / "reference_prompts.jsonl"
+
+
+@requires_shared
+def test_every_golden_prompt_is_byte_identical() -> None:
+    cases = [json.loads(line) for line in GOLDEN.read_text().splitlines()]
+    assert len(cases) == 495
+    data = {
+        "csts": load_dataset("csts", "validation", archive=SHARED_ARCHIVE, password_file=SHARED_PASSWORD),
+        "stsb": load_dataset("stsb", "validation"),
+    }
+    mismatched = []
+    for case in cases:
+        ds = data[case["dataset"]]
+        renderer = PromptRenderer(template_name(case["dataset"], case["instr"]))
+        shots = [ds.pool[i] for i in case["shot_rows"]]
+        if renderer.render(ds.examples[case["query_row"]], shots) != case["prompt"]:
+            mismatched.append((case["dataset"], case["instr"], case["shots"], case["query_row"]))
+    assert mismatched == []
+
+
+def test_zero_shot_layout_has_trailing_output_key() -> None:
+    q = Example("0", "A cat sits.", "A dog runs.", "The animal.", 3.0)
+    text = PromptRenderer("csts/none.j2").render(q, [])
+    assert text == "Input:  Sentence 1:  A cat sits. Sentence 2:  A dog runs. Condition:  The animal. Output: "
+
+
+def test_shot_labels_render_as_floats() -> None:
+    q = Example("0", "a", "b", "c", None)
+    shot = Example("9", "x", "y", "z", 4.0)
+    text = PromptRenderer("csts/short.j2").render(q, [shot])
+    assert "Condition:  z Output: 4.0\n" in text
+
+
+def test_unknown_instruction_is_one_clear_error() -> None:
+    with pytest.raises(HarnessError, match="unknown instruction level 'bogus'"):
+        template_name("csts", "bogus")
+
+
+def test_unknown_template_lists_the_available_ones() -> None:
+    with pytest.raises(HarnessError, match=r"unknown template 'csts/nope.j2'; available: .*csts/long.j2"):
+        PromptRenderer("csts/nope.j2")
+
+
+def test_missing_field_fails_loudly(tmp_path: Path) -> None:
+    t = tmp_path / "mine.j2"
+    t.write_text("{{ query.sentence1 }} {{ query.no_such_field }}")
+    with pytest.raises(HarnessError, match="no_such_field"):
+        PromptRenderer(str(t)).render(Example("0", "a", "b", "c", 1.0), [])
+
+
+def test_hashes_cover_included_templates() -> None:
+    hashes = PromptRenderer("csts/long.j2").hashes()
+    assert set(hashes) == {"csts/long.j2", "csts/none.j2"}
+    assert all(len(h) == 64 for h in hashes.values())
+
+
+def test_sentences_are_stripped_and_conditions_kept_as_the_reference_does() -> None:
+    """The reference code calls .strip() on both sentences (not the condition) before joining the keys."""
+    q = Example("0", "  A cat sits. ", "A dog runs.\n", " The animal. ", None)
+    shot = Example("1", " x ", "y ", "z", 2.0)
+    text = PromptRenderer("csts/none.j2").render(q, [shot])
+    assert text == (
+        "Input:  Sentence 1:  x Sentence 2:  y Condition:  z Output: 2.0\n"
+        "Input:  Sentence 1:  A cat sits. Sentence 2:  A dog runs. Condition:   The animal.  Output: "
+    )
+    stsb = PromptRenderer("stsb/none.j2").render(Example("0", " a  b ", "c ", "", None), [])
+    assert stsb == "Input:  Sentence 1:  a  b Sentence 2:  c Output: "
+
+
+def test_a_copy_of_a_bundled_template_works_from_anywhere(tmp_path: Path) -> None:
+    """Bundled templates include each other ("csts/none.j2"): the loader looks beside the file, then bundled."""
+    from harness.prompting.render import TEMPLATES_DIR
+
+    mine = tmp_path / "elsewhere" / "my-long.j2"
+    mine.parent.mkdir()
+    mine.write_text((TEMPLATES_DIR / "csts" / "long.j2").read_text())
+    q, shot = Example("0", "A cat sits.", "A dog runs.", "The animal.", None), Example("1", "x", "y", "z", 2.0)
+    assert PromptRenderer(str(mine)).render(q, [shot]) == PromptRenderer("csts/long.j2").render(q, [shot])
+    assert set(PromptRenderer(str(mine)).hashes()) == {"my-long.j2", "csts/none.j2"}
+
+
+def test_an_include_beside_the_users_file_wins(tmp_path: Path) -> None:
+    (tmp_path / "csts").mkdir()
+    (tmp_path / "csts" / "none.j2").write_text("MINE {{ query.sentence1 }}")
+    (tmp_path / "t.j2").write_text('{% include "csts/none.j2" %}')
+    assert PromptRenderer(str(tmp_path / "t.j2")).render(Example("0", "a", "b", "c", None), []) == "MINE a"
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (b'{% include "nothere.j2" %}', "template t.j2: included template 'nothere.j2' not found"),
+        (b"{{ query.sentence1 }}\n{{ 1/0 }}", "template t.j2 line 2: ZeroDivisionError: division by zero"),
+        (b"caf\xe9 {{ query.sentence1 }}", "template t.j2: not UTF-8 text (byte 3)"),
+        (b"{{ query.sentence1 ", "template t.j2: line 1: unexpected end of template"),
+        (b'{% include "broken.j2" %}', "template t.j2: included broken.j2 line 1"),
+    ],
+)
+def test_every_template_failure_is_one_harness_error(tmp_path: Path, source: bytes, message: str) -> None:
+    (tmp_path / "broken.j2").write_text("{% if %}")
+    (tmp_path / "t.j2").write_bytes(source)
+    with pytest.raises(HarnessError) as e:
+        PromptRenderer(str(tmp_path / "t.j2")).render(Example("0", "a", "b", "c", None), [])
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_directory_or_fifo_named_like_a_template_is_refused(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "d.j2").mkdir()
+    os.mkfifo(tmp_path / "f.j2")
+    with pytest.raises(HarnessError, match="d.j2 is a directory, not a file"):
+        PromptRenderer(str(tmp_path / "d.j2"))
+    with pytest.raises(HarnessError, match=r"f.j2 is a FIFO \(named pipe\), not a file"):
+        PromptRenderer(str(tmp_path / "f.j2"))

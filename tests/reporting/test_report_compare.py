@@ -1,0 +1,59 @@
+"""compare: two runs on the same items, whatever else differs; one clear line when they are not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import main
+from harness.reporting.compare import compare_runs
+from tests.synthetic_runs import make_run
+
+
+def test_runs_that_differ_in_model_only_are_compared(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    results = tmp_path / "results"
+    a = make_run(results, "a", model="gpt-4", n=60)
+    b = make_run(results, "b", model="gpt-4o", n=60, offset=1.0, invalid_every=4)
+    assert main(["compare", str(a), str(b), "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    assert f"A: {a} (gpt-4)" in out and f"B: {b} (gpt-4o)" in out
+    row = next(line for line in out.splitlines() if line.startswith("| all (fallback included) | spearman"))
+    assert row.split("|")[3].strip() == "60"
+
+
+def test_runs_with_failed_requests_are_compared_on_what_both_answered(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    text = compare_runs(make_run(results, "a", n=60, errors=5), make_run(results, "b", n=60), n_resamples=100)
+    assert "note: A has 5 failed requests: compared on the items both answered" in text
+    assert "| all (fallback included) | spearman | 55 |" in text
+
+
+@pytest.mark.parametrize(
+    ("b_kwargs", "message"),
+    [
+        ({"n": 30}, "error: runs are on different items: A has 40, B has 30, 30 shared"),
+        ({"dataset": "stsb"}, "error: runs differ in dataset (csts vs stsb): not the same items"),
+        ({"config": {"labels": "reannotated"}}, "error: runs are scored against different labels"),
+        ({"dry_run": True}, "is a dry run, no answers: nothing to compare"),
+    ],
+)
+def test_runs_on_different_items_are_refused_in_one_line(
+    b_kwargs: dict, message: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    results = tmp_path / "results"
+    a, b = make_run(results, "a", n=40), make_run(results, "b", **{"n": 40} | b_kwargs)
+    assert main(["compare", str(a), str(b)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.splitlines()) == 1 and message in captured.err
+
+
+def test_same_ids_with_other_labels_are_not_the_same_items(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    results = tmp_path / "results"
+    a, b = make_run(results, "a", n=20), make_run(results, "b", n=20)
+    lines = (b / "samples.jsonl").read_text().splitlines()
+    lines[3] = lines[3].replace('"label": 2.0', '"label": 5.0')
+    (b / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    assert main(["compare", str(a), str(b)]) == 2
+    assert "runs label 1 of their items differently (item 3 first)" in capsys.readouterr().err
