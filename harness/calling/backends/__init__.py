@@ -11,7 +11,7 @@ from harness.calling.backends.local_models import KNOWN_MODELS
 from harness.calling.backends.offline import OverlapScorer, RandomScorer
 from harness.calling.backends.vllm import VllmBackend
 from harness.config.settings import SCORINGS, RunConfig
-from harness.types import HarnessError
+from harness.types import HarnessError, Request
 
 OFFLINE_MODELS = ("random", "overlap")
 BACKENDS = (
@@ -64,6 +64,21 @@ def chat_mode(config: RunConfig) -> bool:
 
         return default_chat(config.model, config.api.base_urls)
     return name == "anthropic"
+
+
+def output_budget(config: RunConfig, request: Request) -> int:
+    """What the run's backend's `output_budget` says of a request, without building it (--dry-run builds no
+    backend: no key, no engine): the openai backend's own rule; every other backend bills at most max_tokens."""
+    try:
+        name = backend_name(config)
+    except HarnessError:
+        return request.max_tokens
+    if name != "openai":
+        return request.max_tokens
+    from harness.calling.backends import openai
+
+    reasoning = config.api.reasoning if config.api.reasoning is not None else openai.is_reasoning_model(config.model)
+    return openai.output_budget(request, reasoning, config.api.reasoning_tokens)
 
 
 def _api_key(backend: str, base_urls: tuple[str, ...]) -> str:

@@ -13,7 +13,7 @@ Stop reasons are recorded in OpenAI's words (end_turn, stop_sequence -> stop; ma
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import anthropic
@@ -23,9 +23,9 @@ from anthropic.types import Message
 from harness.calling.backends.base import (
     ClientPool,
     MalformedReply,
+    RemoteBackend,
     RetryableError,
     clean_reply,
-    one_attempt_each,
     redact,
     status_error,
     timeout_error,
@@ -45,11 +45,10 @@ def http_client() -> anthropic.DefaultAioHttpClient | None:
         return None
 
 
-class AnthropicBackend:
+class AnthropicBackend(RemoteBackend):
     """Messages API; one AsyncAnthropic client per base URL, SDK retries off (dispatch retries)."""
 
     name = "anthropic"
-    remote = True
     endpoint = ENDPOINT
 
     def __init__(
@@ -155,10 +154,6 @@ class AnthropicBackend:
             served_model=getattr(response, "model", None),
             truncated=truncated,
         )
-
-    def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
-        """One attempt per request, in order (harness/calling/dispatch.py calls `send` with retries instead)."""
-        return one_attempt_each(self.send, requests)
 
     async def aclose(self) -> None:
         await self.pool.aclose()

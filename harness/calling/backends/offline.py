@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Sequence
 
+from harness.calling.backends.base import LocalBackend
 from harness.types import Completion, Request
 
 # The last "Sentence 1: ... Sentence 2: ..." block of a prompt is the query (shots come before it); the QA
@@ -13,11 +14,10 @@ _QUERY = re.compile(r"(?:Sentence|Answer) 1:\s*(.*?)\s*(?:Sentence|Answer) 2:\s*
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-class RandomScorer:
+class RandomScorer(LocalBackend):
     """Never answers with a number, so every query takes the seeded fallback: the chance floor."""
 
     name = "offline"
-    remote = False
     cacheable = False  # a pure function of the prompt: nothing worth storing
 
     def __init__(self, model: str = "random") -> None:
@@ -31,7 +31,7 @@ class RandomScorer:
         return {"kind": "offline baseline, not a language model", "rule": "never answers; fallback draws only"}
 
 
-class OverlapScorer:
+class OverlapScorer(LocalBackend):
     """Word-overlap (Jaccard) of the query's two sentences, mapped linearly onto the label range.
 
     It reads the two sentences back from the prompt text, as a model would; it ignores the
@@ -39,7 +39,6 @@ class OverlapScorer:
     """
 
     name = "offline"
-    remote = False
     cacheable = False  # a pure function of the prompt: nothing worth storing
 
     def __init__(self, model: str = "overlap", label_range: tuple[float, float] = (1.0, 5.0)) -> None:
