@@ -25,11 +25,13 @@ from harness.calling.backends.base import (
     MalformedReply,
     RemoteBackend,
     RetryableError,
+    api_key,
     clean_reply,
     redact,
     status_error,
     timeout_error,
 )
+from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, Request, Usage
 
 LEGACY_API_VERSION = "2023-06-01"  # the last API version that accepts temperature
@@ -43,6 +45,21 @@ def http_client() -> anthropic.DefaultAioHttpClient | None:
         return anthropic.DefaultAioHttpClient()
     except RuntimeError:
         return None
+
+
+def from_config(config: RunConfig, label_range: tuple[float, float]) -> AnthropicBackend:
+    """The run's model at Anthropic or at --base-url."""
+    api = config.api
+    return AnthropicBackend(
+        config.model,
+        api_key("ANTHROPIC_API_KEY", "anthropic", api.base_urls),
+        api.base_urls,
+        timeout=api.timeout,
+        greedy=api.anthropic_greedy,
+        chat=config.chat,
+        stop=config.stop,
+        max_tokens=config.max_tokens,
+    )
 
 
 class AnthropicBackend(RemoteBackend):

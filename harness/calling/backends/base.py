@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import os
 import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from harness.types import Completion, Request
+from harness.types import Completion, HarnessError, Request
 
 
 class LocalBackend(ABC):
@@ -181,6 +182,16 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def api_key(variable: str, backend: str, base_urls: Sequence[str]) -> str:
+    """The key from the environment; a placeholder only for a server of your own (--base-url)."""
+    key = os.environ.get(variable, "").strip()
+    if key:
+        return key
+    if base_urls:
+        return PLACEHOLDER_KEY  # vllm serve, llama.cpp & co. accept any key unless started with one
+    raise HarnessError(f"{variable} is not set: the {backend} backend needs an API key")
 
 
 def redact(text: str, secret: str | None) -> str:

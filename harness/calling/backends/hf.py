@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.calling.backends import local_models
 from harness.calling.backends.base import LocalBackend
-from harness.config.settings import LocalOptions
+from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.expected import score_token_value
 from harness.types import Completion, HarnessError, Request, Usage
 
@@ -54,6 +54,11 @@ class _Loaded:
     max_positions: int | None  # decoder-only context length; None: no fixed limit (T5's relative positions)
     eos_ids: frozenset[int]
     score_tokens: dict[int, str]  # token id -> the integer it stands for ("4", " 4", "▁4" -> "4"); expected only
+
+
+def from_config(config: RunConfig, label_range: tuple[float, float]) -> HFBackend:
+    """The run's model: --model a hub id, local path or packaged name, --scoring expected."""
+    return HFBackend(config.model, config.local, expected=config.scoring == "expected")
 
 
 class HFBackend(LocalBackend):

@@ -6,12 +6,23 @@ import re
 from collections.abc import AsyncIterator, Sequence
 
 from harness.calling.backends.base import LocalBackend
-from harness.types import Completion, Request
+from harness.config.settings import RunConfig
+from harness.types import Completion, HarnessError, Request
 
 # The last "Sentence 1: ... Sentence 2: ..." block of a prompt is the query (shots come before it); the QA
 # variant's prompts (Tu et al. Figure 9) say "Answer 1/2", so there it measures the answers' overlap.
 _QUERY = re.compile(r"(?:Sentence|Answer) 1:\s*(.*?)\s*(?:Sentence|Answer) 2:\s*(.*?)\s*(?:Condition:|Output:)", re.S)
 _WORD = re.compile(r"[a-z0-9]+")
+OFFLINE_MODELS = ("random", "overlap")
+
+
+def from_config(config: RunConfig, label_range: tuple[float, float]) -> LocalBackend:
+    """The offline baseline --model names."""
+    if config.model == "random":
+        return RandomScorer()
+    if config.model == "overlap":
+        return OverlapScorer(label_range=label_range)
+    raise HarnessError(f"offline backend has no model {config.model!r}; choose from {', '.join(OFFLINE_MODELS)}")
 
 
 class RandomScorer(LocalBackend):

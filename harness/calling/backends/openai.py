@@ -29,11 +29,13 @@ from harness.calling.backends.base import (
     PermanentError,
     RemoteBackend,
     RetryableError,
+    api_key,
     clean_reply,
     redact,
     status_error,
     timeout_error,
 )
+from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, Request, Usage
 
 # o1, o3-mini, o4-mini, gpt-5, gpt-5-mini ... but not gpt-5-chat-latest, which is a plain chat model.
@@ -68,6 +70,26 @@ def output_budget(request: Request, reasoning: bool, reasoning_tokens: int) -> i
     output, up to the max_completion_tokens we send. The backend's rule, also asked by --dry-run, which
     builds no backend (harness/calling/backends/__init__.py `output_budget`)."""
     return reasoning_tokens if reasoning else request.max_tokens
+
+
+def from_config(config: RunConfig, label_range: tuple[float, float]) -> OpenAIBackend:
+    """The run's model at OpenAI or at --base-url (whose model list, where it has one, must name it)."""
+    api = config.api
+    backend = OpenAIBackend(
+        config.model,
+        api_key("OPENAI_API_KEY", "openai", api.base_urls),
+        api.base_urls,
+        timeout=api.timeout,
+        reasoning=api.reasoning,
+        reasoning_tokens=api.reasoning_tokens,
+        reasoning_effort=api.reasoning_effort,
+        chat=config.chat,
+        stop=config.stop,
+        max_tokens=config.max_tokens,
+    )
+    if api.base_urls:
+        backend.check_model()  # a server that lists its models must list this one
+    return backend
 
 
 class OpenAIBackend(RemoteBackend):

@@ -12,13 +12,18 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from harness.calling.backends.base import LocalBackend
-from harness.config.settings import LocalOptions
+from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.expected import collect_score_probs
 from harness.types import Completion, HarnessError, Request, Usage
 
 INSTALL_HINT = 'pip install -e ".[vllm]"'
 # vLLM's default cap on returned log-probabilities (max_logprobs): score tokens outside the top 20 count as 0.
 SCORE_LOGPROBS = 20
+
+
+def from_config(config: RunConfig, label_range: tuple[float, float]) -> VllmBackend:
+    """The run's engine: --model a hub id or local path, --seed, --scoring expected."""
+    return VllmBackend(config.model, config.local, seed=config.seed, expected=config.scoring == "expected")
 
 
 class VllmBackend(LocalBackend):
