@@ -31,6 +31,7 @@ from harness.calling.backends.base import (
     RemoteBackend,
     RetryableError,
 )
+from harness.calling.batch.run import answered_by_batch, batch_call, batchable
 from harness.calling.budget import Budget
 from harness.calling.cache import ResponseCache, request_key
 from harness.calling.options import DispatchOptions, DispatchStats, RetryPolicy, dispatch_options
@@ -248,12 +249,7 @@ def call(
     cacheable = isinstance(backend, RemoteBackend) or backend.cacheable  # offline baselines: nothing to keep
     cache = ResponseCache(options.cache_path) if options.cache_path is not None and cacheable else None
     options = replace(options, cache=cache)
-    if options.batch is not None:
-        from harness.calling.batch.run import batchable
-
-        batch = batchable(backend)
-    else:
-        batch = False
+    batch = options.batch is not None and batchable(backend)
     counts = {"invalid": 0, "errors": 0} if parse else {"errors": 0}
     parsed: dict[str, float | None] = {}
     spent = 0.0
@@ -277,14 +273,10 @@ def call(
 
         try:
             if batch:  # --batch: harness/calling/batch, which prints its own progress
-                from harness.calling.batch.run import batch_call
-
                 done = batch_call(backend, requests, options, stats)  # type: ignore[arg-type]
             else:
                 done = complete_all(backend, requests, on_done, options, stats)
                 if cache is not None and isinstance(backend, RemoteBackend):
-                    from harness.calling.batch.run import answered_by_batch
-
                     stats.paid_by_batch = answered_by_batch(cache.path, backend, requests, done)
         finally:
             if cache is not None:
