@@ -12,9 +12,9 @@ from harness.types import Dataset, Example, Request
 class Prepared:
     """Everything decided before any model is called (harness/runner.py `prepare`).
 
-    `requests` are what the run sends first: one scoring prompt per query for the sentences variant, one
-    answer prompt per unique (sentence, condition) for the qa variants (harness/variants/qa.py), which
-    render their scoring prompts once the answers exist."""
+    `requests`: the scoring prompts known before any call, one per query (sentences variant); none for the
+    qa variants (harness/variants/qa.py, qa_embed.py), which ask for answers first and render (or embed)
+    from those."""
 
     dataset: Dataset
     queries: tuple[Example, ...]
