@@ -9,49 +9,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.calling.backends import make_backend, make_embedding_backend
 from harness.calling.backends.base import Backend
-from harness.calling.calls import call, price_of, usage
-from harness.calling.dispatch import DispatchStats
-from harness.calling.estimate import dry_run_estimate, dry_run_samples, placeholder_prompts
-from harness.calling.pricing import Price
+from harness.calling.pricing import Price, price_of
 from harness.config.settings import RunConfig
 from harness.config.validate import validate
 from harness.datasets.labels import apply_label_set, take_subset
 from harness.datasets.load import LABEL_RANGES, load_dataset
 from harness.prompting.fewshot import make_picker
-from harness.prompting.render import PromptRenderer, template_name
+from harness.prompting.prepared import Prepared
+from harness.prompting.render import PromptRenderer
 from harness.results.provenance import git_commit, package_versions
 from harness.results.write import Claim, claim, make_run_id, write_run
 from harness.scoring.expected import expected_metrics
 from harness.scoring.metrics import compute_metrics
 from harness.scoring.score import score
-from harness.types import Completion, Dataset, Example, HarnessError, Request, Scored
-from harness.variants.qa import (
-    ANSWER_TEMPLATE,
-    SCORE_TEMPLATE,
-    AnswerKey,
-    answer_identity,
-    answer_keys,
-    answer_requests,
-    embed_step,
-    generate_answers,
-    make_answer_backend,
-    score_requests,
-)
+from harness.types import HarnessError, Scored
+from harness.variants import qa, qa_embed, sentences
+from harness.variants.base import Variant
 
-
-@dataclass(frozen=True)
-class Prepared:
-    """Everything decided before any model is called."""
-
-    dataset: Dataset
-    queries: tuple[Example, ...]
-    shots: tuple[tuple[Example, ...], ...]
-    requests: tuple[Request, ...]  # sentences variant; the qa variant renders its own once answers exist
-    renderer: PromptRenderer
-    answer_keys: tuple[AnswerKey, ...] = ()  # qa variants: every unique (sentence, condition)
-    answer_requests: tuple[Request, ...] = ()
+__all__ = ["Planned", "Prepared", "RunResult", "plan", "prepare", "run", "score", "variant_of"]
 
 
 @dataclass(frozen=True)
@@ -60,10 +36,24 @@ class RunResult:
     metrics: dict[str, Any]
 
 
+def variant_of(config: RunConfig) -> Variant:
+    """The variant's module: the one place a run's path depends on --variant (a new variant: a module, a case)."""
+    match config.variant:
+        case "sentences":
+            return sentences
+        case "qa":
+            return qa
+        case "qa-embed":
+            return qa_embed
+        case _:
+            raise HarnessError(f"unknown --variant {config.variant!r}")
+
+
 def prepare(config: RunConfig) -> Prepared:
-    """Load the data, pick shots and render one Request per query (or per unique answer, for qa variants)."""
+    """Load the data, pick shots and render the prompts known before any call (one per query, sentences variant)."""
     validate(config)
-    renderer = PromptRenderer(_template(config), dataset=config.dataset)
+    variant = variant_of(config)
+    renderer = PromptRenderer(variant.template(config), dataset=config.dataset)
     dataset = load_dataset(config.dataset, config.split, config.data_dir, config.archive, config.password_file)
     as_filed = dataset
     dataset, _ = apply_label_set(dataset, config.labels)
@@ -71,24 +61,7 @@ def prepare(config: RunConfig) -> Prepared:
     queries = dataset.examples[: config.limit] if config.limit is not None else dataset.examples
     picker = make_picker(config, as_filed)
     shots = tuple(picker.pick(q, config.shots) for q in queries)
-    if config.variant == "sentences":
-        requests = tuple(
-            Request(q.id, renderer.render(q, s), max_tokens=config.max_tokens)
-            for q, s in zip(queries, shots, strict=True)
-        )
-        return Prepared(dataset, queries, shots, requests, renderer)
-    keys = tuple(answer_keys([q, *s] for q, s in zip(queries, shots, strict=True)))
-    answer_reqs = tuple(answer_requests(keys, PromptRenderer(ANSWER_TEMPLATE)))
-    prep = Prepared(dataset, queries, shots, (), renderer, keys, answer_reqs)
-    if config.variant == "qa":
-        placeholder_prompts(prep)  # renders the scoring template once now: a broken one fails before any answer
-    return prep
-
-
-def _template(config: RunConfig) -> str:
-    if config.template is not None or config.variant == "sentences":
-        return template_name(config.dataset, config.instr, config.template)
-    return SCORE_TEMPLATE if config.variant == "qa" else ANSWER_TEMPLATE  # qa-embed scores no prompt
+    return Prepared(dataset, queries, shots, variant.requests(config, queries, shots, renderer), renderer)
 
 
 def config_record(config: RunConfig, prep: Prepared, backend: Backend | None) -> dict[str, Any]:
@@ -107,7 +80,7 @@ def config_record(config: RunConfig, prep: Prepared, backend: Backend | None) ->
         "subset": config.subset,
         "subset_seed": config.subset_seed,
         "variant": config.variant,
-        **answer_identity(config, len(prep.answer_keys)),
+        **variant_of(config).identity(config, prep),
         **_decoding_identity(config),
         **({"shot_seed": config.shot_seed} if config.shot_seed is not None else {}),
         "template": prep.renderer.name,
@@ -120,7 +93,7 @@ def config_record(config: RunConfig, prep: Prepared, backend: Backend | None) ->
         "settings": settings,
         **identity,
         "config_hash": config_hash,
-        "label_range": list(_score_range(config, prep.dataset)),
+        "label_range": list(variant_of(config).score_range(prep.dataset)),
         "n_queries": len(prep.queries),
         "packages": package_versions(),
         "git": git_commit(),
@@ -140,10 +113,9 @@ class Planned:
 def plan(config: RunConfig) -> Planned:
     """Build the backend, prompts and config record without calling a model (sweeps use config_hash to reuse runs)."""
     validate(config)  # the same checks as a dry run; only sending needs more (an API key, an installed engine)
-    backend = None if config.dry_run else _scoring_backend(config)
+    # Built before any work, so that a missing key or engine fails here (the answer model's too).
+    backend = None if config.dry_run else variant_of(config).scoring_backend(config, _label_range(config.dataset))
     price = price_of(config, backend)
-    if not config.dry_run and config.variant != "sentences" and config.answers is None:
-        make_answer_backend(config)  # a missing key fails here, before any work
     prep = prepare(config)
     return Planned(backend, prep, config_record(config, prep, backend), price)
 
@@ -151,7 +123,7 @@ def plan(config: RunConfig) -> Planned:
 def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
     """Evaluate one setting and write its run folder."""
     planned = planned or plan(config)
-    prompt_name = "qa-embed" if config.variant == "qa-embed" else Path(planned.prep.renderer.name).stem
+    prompt_name = variant_of(config).run_label(planned.prep)
     name = config.run_id or make_run_id(config.dataset, _split_label(config), config.model, config.shots, prompt_name)
     # Claimed before the first request: a results folder that cannot be written, or a --run-id in use,
     # fails here, with nothing sent; two runs started together get different folders.
@@ -164,57 +136,26 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
 
 
 def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResult:
+    """prepared -> the variant's path -> metrics -> run folder."""
     backend, prep, record, price = planned.backend, planned.prep, planned.record, planned.price
-    run_id = claimed.name
+    variant = variant_of(config)
     if backend is None:
-        estimate = dry_run_estimate(config, prep, price)
-        samples = (
-            dry_run_samples(config, prep)
-            if config.variant == "qa-embed"
-            else score(
-                placeholder_prompts(prep, config.max_tokens) if config.variant == "qa" else prep, None, config.seed
-            )
-        )
-        run_dir = write_run(config.results_dir, run_id, record, samples, estimate, claimed=claimed)
+        samples, estimate = variant.dry_run(config, prep, price)
+        run_dir = write_run(config.results_dir, claimed.name, record, samples, estimate, claimed=claimed)
         return RunResult(run_dir, estimate)
 
-    extra: dict[str, str] = {}
-    answer_metrics: dict[str, Any] = {}
-    failed: dict[str, Completion] = {}
-    if config.variant != "sentences":
-        answers, extra["answers.jsonl"], answer_metrics = generate_answers(
-            config, prep.answer_keys, prep.answer_requests
-        )
-        spent = (answer_metrics.get("dispatch") or {}).get("spent_usd") or 0.0
-        if config.api.max_cost is not None:  # one --max-cost for the whole run: the answers took their share
-            config = dataclasses.replace(
-                config, api=dataclasses.replace(config.api, max_cost=config.api.max_cost - spent)
-            )
-    if config.variant == "qa":
-        requests, failed = score_requests(prep.queries, prep.shots, answers, prep.renderer, config.max_tokens)
-        prep = dataclasses.replace(prep, requests=requests)
-    stats = DispatchStats()
-    if config.variant == "qa-embed":
-        samples, completions = embed_step(
-            config, prep.queries, prep.shots, prep.dataset, answers, backend, price, stats
-        )
-    else:
-        todo = tuple(r for r in prep.requests if r.id not in failed)
-        completions = call(backend, todo, config, price, stats) | failed
-        samples = score(prep, completions, config.seed, strict=config.parse == "strict")
+    outcome = variant.evaluate(config, prep, backend, price)
+    samples = outcome.samples
     metrics = dict[str, Any](
         compute_metrics(
             samples,
-            _score_range(config, prep.dataset),
-            on_label_scale=config.variant != "qa-embed",  # cosines are not on the 1-5 scale: no MSE
-            strict=config.parse == "strict" and config.variant != "qa-embed",
+            variant.score_range(prep.dataset),
+            on_label_scale=outcome.label_scale,  # cosines are not on the 1-5 scale: no MSE
+            strict=config.parse == "strict" and outcome.label_scale,
         )
     )
     metrics |= expected_metrics(samples)  # --scoring expected: its own keys (*_expected), beside the parsed ones
-    metrics["usage"] = usage(completions, price, stats)
-    metrics |= stats.record()
-    if answer_metrics:
-        metrics["answers"] = answer_metrics
+    metrics |= outcome.metrics  # usage, cache, dispatch (and the qa variants' answers)
     predictions = None
     if config.dataset == "csts" and config.split == "test":
         predictions = _submission(samples, len(prep.dataset.examples))
@@ -223,7 +164,9 @@ def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResu
             if predictions
             else "not written: " + _why_no_submission(samples, len(prep.dataset.examples))
         )
-    run_dir = write_run(config.results_dir, run_id, record, samples, metrics, predictions, extra, claimed=claimed)
+    run_dir = write_run(
+        config.results_dir, claimed.name, record, samples, metrics, predictions, outcome.files, claimed=claimed
+    )
     return RunResult(run_dir, metrics)
 
 
@@ -239,18 +182,7 @@ def _split_label(config: RunConfig) -> str:
     return "-".join(parts)
 
 
-# --- helpers: backends, the qa variants, dry-run estimate ----------------------------------------
-
-
-def _scoring_backend(config: RunConfig) -> Backend:
-    if config.variant == "qa-embed":
-        return make_embedding_backend(config)
-    return make_backend(config, _label_range(config.dataset))
-
-
-def _score_range(config: RunConfig, dataset: Dataset) -> tuple[float, float]:
-    """What predictions range over: the labels', or cosine's [-1, 1] for qa-embed (Spearman needs no mapping)."""
-    return (-1.0, 1.0) if config.variant == "qa-embed" else dataset.label_range
+# --- helpers ---------------------------------------------------------------------------------------
 
 
 def _decoding_identity(config: RunConfig) -> dict[str, Any]:

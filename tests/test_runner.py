@@ -76,3 +76,40 @@ def test_new_options_at_their_defaults_keep_old_config_hashes(csts_dir: Path) ->
     changed = plan(dataclasses.replace(base, max_tokens=5, parse="strict")).record
     assert (changed["max_tokens"], changed["parse"]) == (5, "strict")
     assert changed["config_hash"] != record["config_hash"]
+
+
+def test_each_variant_is_one_module_chosen_by_one_match() -> None:
+    import pytest
+
+    from harness.runner import variant_of
+    from harness.types import HarnessError
+    from harness.variants import qa, qa_embed, sentences
+    from harness.variants.base import Variant
+
+    chosen = {v: variant_of(RunConfig(model="m", variant=v)) for v in ("sentences", "qa", "qa-embed")}
+    assert chosen == {"sentences": sentences, "qa": qa, "qa-embed": qa_embed}
+    wanted = [n for n in vars(Variant) if not n.startswith("_")]
+    assert len(wanted) == 8 and all(callable(getattr(m, n)) for m in chosen.values() for n in wanted)
+    with pytest.raises(HarnessError, match="unknown --variant 'nope'"):
+        variant_of(RunConfig(model="m", variant="nope"))
+
+
+def test_each_variant_names_its_own_template_range_and_run_label(csts_dir: Path) -> None:
+    """The qa variants render no scoring prompt before answers exist; qa-embed predicts cosines."""
+    preps = {
+        v: prepare(RunConfig(model="gpt-4o", data_dir=csts_dir, limit=3, variant=v, dry_run=True))
+        for v in ("qa", "qa-embed")
+    }
+    assert preps["qa"].requests == preps["qa-embed"].requests == ()
+    assert preps["qa"].renderer.name.endswith("qa.j2") and preps["qa-embed"].renderer.name.endswith("qa-answer.j2")
+    from harness.variants import qa_embed
+
+    assert qa_embed.score_range(preps["qa-embed"].dataset) == (-1.0, 1.0)
+    assert qa_embed.run_label(preps["qa-embed"]) == "qa-embed"
+
+
+def test_score_reuses_the_parse_made_as_each_answer_arrived(csts_dir: Path) -> None:
+    prep = prepare(RunConfig(model="overlap", data_dir=csts_dir, limit=2))
+    completions = {"0": Completion("0", "4"), "1": Completion("1", "2")}
+    s0, s1 = score(prep, completions, seed=0, parsed_already={"0": 3.0})  # as dispatch.call recorded it
+    assert (s0.parsed, s1.parsed) == (3.0, 2.0)  # "0" not parsed again; "1" (not recorded) parsed here

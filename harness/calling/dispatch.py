@@ -14,99 +14,39 @@ does not depend on order or concurrency.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, cast
+from dataclasses import dataclass, replace
 
 from tenacity import AsyncRetrying, RetryCallState, RetryError, retry_if_exception_type
-from tenacity.wait import wait_random_exponential
+from tqdm import tqdm
 
-from harness.calling.backends.base import Backend, MalformedReply, PermanentError, RemoteBackend, RetryableError
+from harness.calling.backends.base import (
+    Backend,
+    LocalBackend,
+    MalformedReply,
+    PermanentError,
+    RemoteBackend,
+    RetryableError,
+)
+from harness.calling.batch.run import answered_by_batch, batch_call, batchable
 from harness.calling.budget import Budget
 from harness.calling.cache import ResponseCache, request_key
-from harness.calling.pricing import Price
+from harness.calling.options import DispatchOptions, DispatchStats, RetryPolicy, dispatch_options
 from harness.types import Completion, HarnessError, Request
+
+__all__ = ["DispatchOptions", "DispatchStats", "Replies", "RetryPolicy", "call", "complete_all", "dispatch_options"]
 
 OnDone = Callable[[Completion], None]
 MALFORMED_TRIES = 3  # a reply we cannot read is retried, but a server that only sends those is given up on
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Our one retry policy: exponential backoff with full jitter, or the provider's retry-after (capped)."""
-
-    max_retries: int = 8  # retries after the first attempt
-    timeout: float = 120.0  # seconds per attempt
-    backoff_initial: float = 1.0
-    backoff_max: float = 60.0
-    retry_after_cap: float = 120.0  # never sleep longer than this, whatever the provider says
-
-    def wait(self, state: RetryCallState) -> float:
-        """Seconds before the next attempt."""
-        error = state.outcome.exception() if state.outcome is not None else None
-        if isinstance(error, RetryableError) and error.retry_after is not None:
-            return min(error.retry_after, self.retry_after_cap)
-        return float(wait_random_exponential(multiplier=self.backoff_initial, max=self.backoff_max)(state))
-
-
-@dataclass(frozen=True)
-class DispatchOptions:
-    concurrency: int = 16  # API requests in flight
-    retry: RetryPolicy = RetryPolicy()
-    cache: ResponseCache | None = None  # None: --no-cache
-    refresh: bool = False  # --refresh: ignore stored answers, store the new ones
-    max_cost: float | None = None  # US dollars this invocation may spend (API backends)
-    price: Price | None = None
-    count_prompt: Callable[[str], int] | None = None  # prompt tokens as --dry-run counts them (for --max-cost)
-
-
-@dataclass
-class DispatchStats:
-    """What one invocation did; goes into metrics.json under "dispatch"."""
-
-    requests: int = 0
-    cache: str = "off"  # "on", "refresh" or "off"
-    cache_hits: int = 0
-    cache_misses: int = 0
-    attempts: int = 0  # API calls made, retries included
-    retries: int = 0
-    errors: int = 0
-    deterministic_errors: int = 0  # errors a rerun would repeat (context_length_exceeded, ...): not worth retrying
-    malformed: int = 0  # replies that could not be read (each retried)
-    not_sent_max_cost: int = 0
-    spent_usd: float | None = None  # this invocation's new spending (cached answers are free)
-    seconds: float = 0.0
-    first_errors: list[str] = field(default_factory=list)  # a few messages, for the report line
-    first_deterministic_errors: list[str] = field(default_factory=list)
-    cache_deferred: int = 0  # answers that met a locked cache file and were written later
-    cache_unsaved: int = 0  # answers the locked cache file never took: in this run's results only
-    batch: dict[str, Any] | None = None  # --batch: batches waited on, requests submitted and answered (harness/batch)
-    paid_by_batch: set[str] = field(default_factory=set)  # request ids whose answer was billed at the batch price
-
-    def record(self) -> dict[str, Any]:
-        """{"cache": ..., "dispatch": ...} for metrics.json."""
-        d = asdict(self)
-        d.pop("paid_by_batch")  # ids, not a number: usage (harness/calling/calls.py) prices them
-        if d["batch"] is None:
-            d.pop("batch")
-        cache = {"mode": d.pop("cache"), "hits": d.pop("cache_hits"), "misses": d.pop("cache_misses")}
-        deferred, unsaved = d.pop("cache_deferred"), d.pop("cache_unsaved")
-        if deferred or unsaved:
-            cache |= {"deferred": deferred, "unsaved": unsaved}
-        if unsaved:
-            cache["note"] = (
-                f"{unsaved} answers could not be written to the locked cache file: they are in this run's "
-                "results, but a rerun would send them again"
-            )
-        return {"cache": cache, "dispatch": d}
-
-
 class _Dispatcher:
     def __init__(self, backend: Backend, options: DispatchOptions, on_done: OnDone, stats: DispatchStats) -> None:
         self.backend, self.options, self.on_done, self.stats = backend, options, on_done, stats
-        self.cache = options.cache if getattr(backend, "cacheable", True) else None
+        self.cache = options.cache if isinstance(backend, RemoteBackend) or backend.cacheable else None
         self.done: dict[str, Completion] = {}
         self.keys: dict[str, str] = {}
         self.fatal: str | None = None
@@ -151,15 +91,14 @@ class _Dispatcher:
                 self.finish(hit)
         return missing
 
-    async def run_local(self, requests: list[Request]) -> None:
+    async def run_local(self, backend: LocalBackend, requests: list[Request]) -> None:
         wanted = {r.id for r in requests}
-        async for completion in self.backend.complete(requests):
+        async for completion in backend.complete(requests):
             if completion.request_id not in wanted:
                 raise RuntimeError(f"backend {self.backend.name} answered unknown id {completion.request_id!r}")
             self.finish(completion)
 
-    async def run_remote(self, requests: list[Request]) -> None:
-        backend = cast(RemoteBackend, self.backend)
+    async def run_remote(self, backend: RemoteBackend, requests: list[Request]) -> None:
         queue = deque(requests)
 
         async def worker() -> None:
@@ -246,10 +185,11 @@ async def _collect(
     d = _Dispatcher(backend, options, on_done, stats)
     missing = d.lookup(requests)
     if missing:
-        if getattr(backend, "remote", False):  # a local backend that predates `remote` is local
-            await d.run_remote(missing)
-        else:
-            await d.run_local(missing)
+        match backend:  # the two kinds of backend (harness/calling/backends/base.py)
+            case RemoteBackend():
+                await d.run_remote(backend, missing)
+            case LocalBackend():
+                await d.run_local(backend, missing)
     if d.fatal is not None:
         raise HarnessError(f"{d.fatal} (answers received so far are cached; nothing else was written)")
     for r in requests:
@@ -270,7 +210,7 @@ def complete_all(
     stats = stats if stats is not None else DispatchStats()
     stats.requests = len(requests)
     callback: OnDone = on_done
-    if options.price is not None and getattr(backend, "remote", False):
+    if options.price is not None and isinstance(backend, RemoteBackend):
         stats.spent_usd = 0.0
 
         def on_done_costed(c: Completion) -> None:
@@ -284,3 +224,73 @@ def complete_all(
         return asyncio.run(_collect(backend, requests, callback, options, stats))
     finally:
         stats.seconds = round(time.perf_counter() - started, 3)
+
+
+@dataclass(frozen=True)
+class Replies:
+    """What `call` got: one Completion per request id and, for replies that are scores, each text's
+    first-number parse, made once as it arrived (the progress bar counts the invalid ones; scoring reuses it)."""
+
+    completions: dict[str, Completion]
+    parsed: dict[str, float | None]
+
+
+def call(
+    backend: Backend,
+    requests: Sequence[Request],
+    options: DispatchOptions,
+    stats: DispatchStats,
+    desc: str | None = None,
+    parse: Callable[[str | None], float | None] | None = None,
+) -> Replies:
+    """A run's calling step: the cache file opened (for a cacheable backend), a progress bar, --batch or one by
+    one, and one line instead of a run folder when every request failed. `parse` (harness/scoring/parsing.py
+    `parse_score`) for score replies; None for answers and embeddings, whose texts are not scores."""
+    cacheable = isinstance(backend, RemoteBackend) or backend.cacheable  # offline baselines: nothing to keep
+    cache = ResponseCache(options.cache_path) if options.cache_path is not None and cacheable else None
+    options = replace(options, cache=cache)
+    batch = options.batch is not None and batchable(backend)
+    counts = {"invalid": 0, "errors": 0} if parse else {"errors": 0}
+    parsed: dict[str, float | None] = {}
+    spent = 0.0
+    # delay=2: quick runs print nothing; longer ones get rate, ETA, invalid, errors and cost so far.
+    bar = tqdm(
+        total=len(requests), desc=desc or backend.model, unit="q", file=sys.stderr, delay=2,
+        disable=not options.progress or batch,
+    )  # fmt: skip
+    with bar:
+
+        def on_done(c: Completion) -> None:
+            nonlocal spent
+            if c.error is not None:
+                counts["errors"] += 1
+            elif parse is not None and (parsed.setdefault(c.request_id, parse(c.text))) is None:
+                counts["invalid"] += 1
+            if options.price is not None and not c.cached:
+                spent += options.price.cost_of(c.usage)
+            bar.update(1)
+            bar.set_postfix(counts | ({"cost": f"${spent:.4f}"} if options.price is not None else {}), refresh=False)
+
+        try:
+            if batch:  # --batch: harness/calling/batch, which prints its own progress
+                done = batch_call(backend, requests, options, stats)  # type: ignore[arg-type]
+            else:
+                done = complete_all(backend, requests, on_done, options, stats)
+                if cache is not None and isinstance(backend, RemoteBackend):
+                    stats.paid_by_batch = answered_by_batch(cache.path, backend, requests, done)
+        finally:
+            if cache is not None:
+                cache.close()
+                stats.cache_deferred, stats.cache_unsaved = cache.deferred, cache.unsaved
+    if stats.cache_unsaved:
+        print(
+            f"warning: the cache file {cache.path if cache else ''} stayed locked by another "
+            f"process: {stats.cache_unsaved} answers are in this run's results but not in the cache",
+            file=sys.stderr,
+        )
+    if requests and all(c.error is not None for c in done.values()):
+        # Nothing came back (an unreachable server, a wrong --base-url, --max-cost too low): one line and no
+        # run folder beats a folder of errors. Nothing is lost: there was nothing to keep.
+        first = next(iter(done.values())).error
+        raise HarnessError(f"all {len(requests)} requests to {backend.name} model {backend.model!r} failed: {first}")
+    return Replies(done, parsed)

@@ -1,13 +1,19 @@
-"""Token prices: a table in the package (harness/data/prices.json), overridable by a user JSON file."""
+"""Token prices (a table in the package, harness/data/prices.json, overridable by a user JSON file), a run's
+price, the prompt-token count behind --dry-run and --max-cost, and what a run's answers cost (`usage`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.types import HarnessError, Usage
+from harness.calling.backends.base import Backend, RemoteBackend
+from harness.config.settings import RunConfig
+from harness.prompting.tokens import CHAT_OVERHEAD_TOKENS, counter
+from harness.types import Completion, HarnessError, Usage
 
 PRICES_FILE = Path(__file__).parents[1] / "data" / "prices.json"
 # OpenAI's Batch API and Anthropic's Message Batches both bill half the list price; an entry may give its own
@@ -83,3 +89,62 @@ def price_for(model: str, user_file: Path | None = None) -> Price | None:
             batch = [float(p[k]) if k in p else None for k in ("batch_input", "batch_output")]
             return Price(entry, float(p["input"]), float(p["output"]), label + as_of, batch[0], batch[1])
     return None
+
+
+def price_of(config: RunConfig, backend: Backend | None) -> Price | None:
+    """The model's price for API backends (None when unknown); --max-cost needs one, checked before any work.
+    `backend` None: a dry run, which builds none and prices as if it were remote."""
+    if backend is not None and not isinstance(backend, RemoteBackend):
+        return None
+    price = price_for(config.model, config.api.prices)
+    if config.api.max_cost is not None and price is None and not config.dry_run:
+        raise HarnessError(
+            f"--max-cost needs a price for {config.model!r}: none in the package table; pass --prices FILE"
+        )
+    return price
+
+
+def usage(
+    completions: Mapping[str, Completion], price: Price | None, paid_by_batch: Collection[str] = frozenset()
+) -> dict[str, Any]:
+    """Tokens of every answer the results use (cached ones included) and what they cost: the batch price for
+    answers a batch paid for (`DispatchStats.paid_by_batch`), the list price for the rest."""
+    parts = {"batch": [0, 0, 0], "one_by_one": [0, 0, 0]}  # answers, input tokens, output tokens
+    for rid, c in completions.items():
+        part = parts["batch" if rid in paid_by_batch else "one_by_one"]
+        part[0] += c.error is None
+        part[1] += c.usage.input_tokens
+        part[2] += c.usage.output_tokens
+    tokens_in = parts["batch"][1] + parts["one_by_one"][1]
+    tokens_out = parts["batch"][2] + parts["one_by_one"][2]
+    cost = None
+    if price is not None:
+        cost = round(price.cost(*parts["one_by_one"][1:]) + price.batch().cost(*parts["batch"][1:]), 6)
+    record = {
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "cost_usd": cost,
+        "price": dataclasses.asdict(price) if price else "unknown: no entry in the price table (--prices FILE)",
+    }
+    if paid_by_batch:  # which price each answer was paid at (--batch: the provider's batch endpoint)
+        record["paid"] = {"batch": parts["batch"][0], "one_by_one": parts["one_by_one"][0]}
+        record["list_cost_usd"] = round(price.cost(tokens_in, tokens_out), 6) if price else None
+    return record
+
+
+def prompt_counter(config: RunConfig) -> tuple[Callable[[str], int], str]:
+    """(prompt tokens of one request, how counted): the one count behind --dry-run and --max-cost. API
+    requests in chat form add the message's wrapping."""
+    from harness.calling.backends import backend_name, chat_mode
+
+    try:
+        api = backend_name(config) in ("openai", "anthropic")
+    except HarnessError:
+        api = False
+    return counter(config.model, CHAT_OVERHEAD_TOKENS if api and chat_mode(config) else 0)
+
+
+def prompt_tokens(config: RunConfig, texts: Sequence[str]) -> tuple[int, str]:
+    """(total prompt tokens, how counted), as `prompt_counter` counts each request."""
+    count, method = prompt_counter(config)
+    return sum(count(t) for t in texts), method

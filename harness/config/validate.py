@@ -17,7 +17,7 @@ from harness.calling.pricing import price_for
 from harness.config.settings import PARSE_MODES, SCORINGS, SHOT_SAMPLERS, VARIANTS, RunConfig
 from harness.inputs import check_regular
 from harness.types import HarnessError
-from harness.variants.qa import answer_config, check_answer_backend, read_answers
+from harness.variants.answers import answer_config, check_answer_backend, read_answers
 
 REMOTE = ("openai", "anthropic")
 EMBEDDERS = ("openai", "sentence-transformers", "hf")

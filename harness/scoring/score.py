@@ -3,20 +3,40 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any
 
-from harness.calling.calls import reply_fields
 from harness.datasets.load import pair_ids
+from harness.prompting.prepared import Prepared
 from harness.scoring.expected import expected_score
 from harness.scoring.parsing import fallback_score, parse_score, reason_code, strict_score
 from harness.types import Completion, Scored
 
-if TYPE_CHECKING:
-    from harness.runner import Prepared
+
+def reply_fields(c: Completion | None) -> dict[str, Any]:
+    """What samples.jsonl keeps of a reply besides its text: finish reason, usage, served model, refusal, cut."""
+    if c is None:
+        return {}
+    return {
+        "finish_reason": c.finish_reason,
+        "usage": dataclasses.asdict(c.usage) if c.error is None else None,
+        "served_model": c.served_model,
+        "refusal": c.refusal,
+        "truncated": c.truncated,
+    }
 
 
-def score(prep: Prepared, completions: dict[str, Completion] | None, seed: int, strict: bool = False) -> list[Scored]:
+def score(
+    prep: Prepared,
+    completions: Mapping[str, Completion] | None,
+    seed: int,
+    strict: bool = False,
+    parsed_already: Mapping[str, float | None] | None = None,
+) -> list[Scored]:
     """Parse each output by the reference rule; an invalid one gets the seeded fallback draw.
+
+    `parsed_already`: the first-number parses dispatch made as the answers arrived (harness/calling/dispatch.py
+    `Replies.parsed`), so that no output is parsed twice; an output missing there is parsed here.
 
     Each answered sample also gets its reason code (parsing.reason_code) and, with `strict`, the
     `--parse strict` reading with the same fallback draw, so the two metric sets differ only in parsing.
@@ -28,7 +48,7 @@ def score(prep: Prepared, completions: dict[str, Completion] | None, seed: int, 
         c = completions[req.id] if completions is not None else None
         text = c.text if c is not None else None
         error = c.error if c is not None else None
-        parsed = parse_score(text)
+        parsed = parsed_already[req.id] if parsed_already and req.id in parsed_already else parse_score(text)
         valid = parsed is not None
         reason = parsed_strict = prediction_strict = None
         if c is None or error is not None:

@@ -25,7 +25,6 @@ class Stub:
     params: dict[str, object] = field(
         default_factory=lambda: {"base_urls": ["https://api.openai.com/v1/"], "sent": {"temperature": 0.0}}
     )
-    remote: bool = True
 
     def describe(self) -> dict[str, object]:
         return self.params

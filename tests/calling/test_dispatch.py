@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tenacity import AsyncRetrying, RetryCallState
 
-from harness.calling.backends.base import RetryableError
+from harness.calling.backends.base import LocalBackend, RetryableError
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.cache import ResponseCache
 from harness.calling.dispatch import DispatchOptions, DispatchStats, RetryPolicy, complete_all
@@ -178,10 +178,10 @@ def test_max_cost_stops_before_exceeding_it() -> None:
     assert all("--max-cost" in (c.error or "") for c in done.values() if c.error)
 
 
-class LocalBatch:
-    """A local-GPU-shaped backend: remote = False, sees all uncached requests in one call."""
+class LocalBatch(LocalBackend):
+    """A local-GPU-shaped backend: sees all uncached requests in one call."""
 
-    name, model, remote = "local-test", "tiny", False
+    name, model = "local-test", "tiny"
 
     def __init__(self) -> None:
         self.batches: list[list[str]] = []

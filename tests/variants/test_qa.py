@@ -9,18 +9,17 @@ import pytest
 
 from harness.prompting.render import PromptRenderer
 from harness.types import Example, HarnessError
-from harness.variants.qa import (
+from harness.variants.answers import (
     ANSWER_TEMPLATE,
-    SCORE_TEMPLATE,
     AnswerKey,
     answer_keys,
     answer_record,
     answer_requests,
     clean_answer,
-    qa_view,
     question_for,
     read_answers,
 )
+from harness.variants.qa import SCORE_TEMPLATE, qa_view
 
 FIGURE_7 = (
     "Your task is to answer a question based on the information provided from the given sentence. "

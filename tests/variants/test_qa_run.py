@@ -10,7 +10,7 @@ import pytest
 
 from harness.cli.main import main
 from harness.datasets.load import load_dataset
-from harness.variants.qa import AnswerKey, question_for
+from harness.variants.answers import AnswerKey, question_for
 from tests.fake_server import FakeServer, bag_of_words
 
 ANSWER_PREFIX = "Your task is to answer a question based on the information provided from the given sentence."

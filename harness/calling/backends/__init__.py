@@ -1,28 +1,38 @@
-"""Explicit wiring from a model name to a backend: one dict, one function, no registries."""
+"""Explicit wiring from a model name to a backend: one dict, one function, no registries.
+
+Adding a provider: one module in this folder (a LocalBackend or RemoteBackend of base.py, and a
+`from_config(config, label_range)` that builds it) and one line in BUILDERS below."""
 
 from __future__ import annotations
 
-import os
+import importlib
 from collections.abc import Sequence
+from typing import Protocol, cast
 
-from harness.calling.backends.base import PLACEHOLDER_KEY, Backend
-from harness.calling.backends.hf import HFBackend
+from harness.calling.backends.base import Backend, api_key
 from harness.calling.backends.local_models import KNOWN_MODELS
-from harness.calling.backends.offline import OverlapScorer, RandomScorer
-from harness.calling.backends.vllm import VllmBackend
+from harness.calling.backends.offline import OFFLINE_MODELS
 from harness.config.settings import SCORINGS, RunConfig
-from harness.types import HarnessError
+from harness.types import HarnessError, Request
 
-OFFLINE_MODELS = ("random", "overlap")
-BACKENDS = (
-    "offline",
-    "openai",
-    "anthropic",
-    "vllm",
-    "hf",
-    "sentence-transformers",
-)  # vllm, hf: a hub id or local path, never implied
-_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# One line per provider: its --backend name -> the module that builds it, imported only when used (an SDK or
+# an engine loads with it). vllm, hf: --model a hub id or local path, never implied by a name.
+BUILDERS = {
+    "offline": "harness.calling.backends.offline",
+    "openai": "harness.calling.backends.openai",
+    "anthropic": "harness.calling.backends.anthropic",
+    "vllm": "harness.calling.backends.vllm",
+    "hf": "harness.calling.backends.hf",
+}
+BACKENDS = (*BUILDERS, "sentence-transformers")  # sentence-transformers: qa-embed's embeddings only
+
+
+class _Builder(Protocol):
+    """What each module named in BUILDERS offers."""
+
+    def from_config(self, config: RunConfig, label_range: tuple[float, float]) -> Backend: ...
+
+
 # Backends that return the first output position's log-probabilities for --scoring expected.
 EXPECTED_SCORING_BACKENDS = ("hf", "vllm")
 
@@ -66,14 +76,19 @@ def chat_mode(config: RunConfig) -> bool:
     return name == "anthropic"
 
 
-def _api_key(backend: str, base_urls: tuple[str, ...]) -> str:
-    """The key from the environment; a placeholder only for a server of your own (--base-url)."""
-    key = os.environ.get(_KEYS[backend], "").strip()
-    if key:
-        return key
-    if base_urls:
-        return PLACEHOLDER_KEY  # vllm serve, llama.cpp & co. accept any key unless started with one
-    raise HarnessError(f"{_KEYS[backend]} is not set: the {backend} backend needs an API key")
+def output_budget(config: RunConfig, request: Request) -> int:
+    """What the run's backend's `output_budget` says of a request, without building it (--dry-run builds no
+    backend: no key, no engine): the openai backend's own rule; every other backend bills at most max_tokens."""
+    try:
+        name = backend_name(config)
+    except HarnessError:
+        return request.max_tokens
+    if name != "openai":
+        return request.max_tokens
+    from harness.calling.backends import openai
+
+    reasoning = config.api.reasoning if config.api.reasoning is not None else openai.is_reasoning_model(config.model)
+    return openai.output_budget(request, reasoning, config.api.reasoning_tokens)
 
 
 def check_scoring(config: RunConfig) -> None:
@@ -96,55 +111,10 @@ def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend
     """Build the run's backend; fails in one line before any work when it cannot be used."""
     check_scoring(config)
     name = backend_name(config)
-    expected = config.scoring == "expected"
-    match name:
-        case "offline":
-            if config.model == "random":
-                return RandomScorer()
-            if config.model == "overlap":
-                return OverlapScorer(label_range=label_range)
-            raise HarnessError(
-                f"offline backend has no model {config.model!r}; choose from {', '.join(OFFLINE_MODELS)}"
-            )
-        case "openai":
-            from harness.calling.backends.openai import OpenAIBackend
-
-            api = config.api
-            backend = OpenAIBackend(
-                config.model,
-                _api_key(name, api.base_urls),
-                api.base_urls,
-                timeout=api.timeout,
-                reasoning=api.reasoning,
-                reasoning_tokens=api.reasoning_tokens,
-                reasoning_effort=api.reasoning_effort,
-                chat=config.chat,
-                stop=config.stop,
-                max_tokens=config.max_tokens,
-            )
-            if api.base_urls:
-                backend.check_model()  # a server that lists its models must list this one
-            return backend
-        case "anthropic":
-            from harness.calling.backends.anthropic import AnthropicBackend
-
-            api = config.api
-            return AnthropicBackend(
-                config.model,
-                _api_key(name, api.base_urls),
-                api.base_urls,
-                timeout=api.timeout,
-                greedy=api.anthropic_greedy,
-                chat=config.chat,
-                stop=config.stop,
-                max_tokens=config.max_tokens,
-            )
-        case "vllm":
-            return VllmBackend(config.model, config.local, seed=config.seed, expected=expected)
-        case "hf":
-            return HFBackend(config.model, config.local, expected=expected)
-        case _:
-            raise HarnessError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
+    if name not in BUILDERS:
+        raise HarnessError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
+    builder = cast(_Builder, importlib.import_module(BUILDERS[name]))
+    return builder.from_config(config, label_range)
 
 
 def make_embedding_backend(config: RunConfig) -> Backend:
@@ -157,7 +127,7 @@ def make_embedding_backend(config: RunConfig) -> Backend:
 
             api = config.api
             return OpenAIEmbeddingBackend(
-                config.model, _api_key(name, api.base_urls), api.base_urls, timeout=api.timeout
+                config.model, api_key("OPENAI_API_KEY", name, api.base_urls), api.base_urls, timeout=api.timeout
             )
         case "sentence-transformers" | "hf":
             from harness.calling.backends.embeddings import SentenceTransformerBackend

@@ -13,7 +13,7 @@ Stop reasons are recorded in OpenAI's words (end_turn, stop_sequence -> stop; ma
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import anthropic
@@ -23,13 +23,15 @@ from anthropic.types import Message
 from harness.calling.backends.base import (
     ClientPool,
     MalformedReply,
+    RemoteBackend,
     RetryableError,
+    api_key,
     clean_reply,
-    one_attempt_each,
     redact,
     status_error,
     timeout_error,
 )
+from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, Request, Usage
 
 LEGACY_API_VERSION = "2023-06-01"  # the last API version that accepts temperature
@@ -45,11 +47,25 @@ def http_client() -> anthropic.DefaultAioHttpClient | None:
         return None
 
 
-class AnthropicBackend:
+def from_config(config: RunConfig, label_range: tuple[float, float]) -> AnthropicBackend:
+    """The run's model at Anthropic or at --base-url."""
+    api = config.api
+    return AnthropicBackend(
+        config.model,
+        api_key("ANTHROPIC_API_KEY", "anthropic", api.base_urls),
+        api.base_urls,
+        timeout=api.timeout,
+        greedy=api.anthropic_greedy,
+        chat=config.chat,
+        stop=config.stop,
+        max_tokens=config.max_tokens,
+    )
+
+
+class AnthropicBackend(RemoteBackend):
     """Messages API; one AsyncAnthropic client per base URL, SDK retries off (dispatch retries)."""
 
     name = "anthropic"
-    remote = True
     endpoint = ENDPOINT
 
     def __init__(
@@ -155,10 +171,6 @@ class AnthropicBackend:
             served_model=getattr(response, "model", None),
             truncated=truncated,
         )
-
-    def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
-        """One attempt per request, in order (harness/calling/dispatch.py calls `send` with retries instead)."""
-        return one_attempt_each(self.send, requests)
 
     async def aclose(self) -> None:
         await self.pool.aclose()

@@ -1,22 +1,22 @@
 """The one backend interface. Backends are batch-shaped, async, and know nothing of C-STS.
 
-Two kinds, told apart by the class attribute `remote`:
+Two explicit kinds, each a base class with every attribute required; dispatch (harness/calling/dispatch.py)
+tells them apart with one `match` on the class:
 
-- Local backends (`remote = False`: offline baselines, vllm, hf) implement `complete(requests)`. The
-  dispatcher (harness/calling/dispatch.py) calls it ONCE with every request the cache could not answer, so a
-  local engine sees the whole batch (vLLM's continuous batching), and yields one Completion per request
-  in any order.
-- API backends (`remote = True`: openai, anthropic) implement `send(request)`: one attempt at one
+- `LocalBackend` (offline baselines, vllm, hf, sentence-transformers) implements `complete(requests)`. The
+  dispatcher calls it ONCE with every request the cache could not answer, so a local engine sees the whole
+  batch (vLLM's continuous batching), and yields one Completion per request in any order.
+- `RemoteBackend` (openai, anthropic, openai-embeddings) implements `send(request)`: one attempt at one
   request (the JSON `body(request)` posted to `endpoint`), raising `RetryableError`, `MalformedReply` or
-  `PermanentError` (below) instead of SDK exceptions. The
-  dispatcher calls it per request under its concurrency limit, timeout and retry policy. Retries,
-  concurrency and caching live there, in one place, never inside a backend.
+  `PermanentError` (below) instead of SDK exceptions. The dispatcher calls it per request under its
+  concurrency limit, timeout and retry policy. Retries, concurrency and caching live there, in one place,
+  never inside a backend.
 
 Every backend goes through the same response cache (harness/calling/cache.py). Its key is a hash of
 `backend.name`, `backend.model`, `backend.describe()` and the request's prompt and decoding fields, so
 `describe()` must name everything besides the prompt that decides the answer (endpoint, decoding
 parameters, chat template on or off, ...) and nothing that changes between identical runs (no
-timestamps, no process ids, never a secret). A backend whose answers are not worth storing declares
+timestamps, no process ids, never a secret). A local backend whose answers are not worth storing sets
 `cacheable = False` (the offline baselines: pure functions of the prompt).
 """
 
@@ -24,54 +24,68 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import os
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
-from harness.types import Completion, Request
+from harness.types import Completion, HarnessError, Request
 
 
-class Backend(Protocol):
-    """Turns requests into completions, in any order; one Completion per Request id."""
+class LocalBackend(ABC):
+    """Runs here: turns a batch of requests into completions, in any order; one Completion per Request id."""
 
     name: str
     model: str
-    remote: bool
+    cacheable: bool = True  # False: a pure function of the prompt (offline baselines), nothing worth storing
 
+    @abstractmethod
     def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
         """Yield a Completion for every request (an `error` Completion when it failed for good)."""
-        ...
 
+    @abstractmethod
     def describe(self) -> dict[str, object]:
-        """What is sent and how (decoding parameters, endpoint), for config.json and the cache key. No secrets."""
-        ...
+        """What decides the answers, for config.json and the cache key. No secrets."""
 
 
-class RemoteBackend(Backend, Protocol):
+class RemoteBackend(ABC):
     """An API backend: the dispatcher calls `send` per request, with its own retries, timeout and limit.
 
     `body(request)` is the exact JSON `send` posts to `endpoint` (e.g. "/v1/chat/completions"): the one
     source of truth for what a request is, for batch files too."""
 
+    name: str
+    model: str
+    chat: bool  # the prompt goes out as one user message (counted with its wrapping for --max-cost)
+
     @property
+    @abstractmethod
     def endpoint(self) -> str: ...
 
+    @abstractmethod
+    def describe(self) -> dict[str, object]:
+        """What is sent and how (decoding parameters, endpoint), for config.json and the cache key. No secrets."""
+
+    @abstractmethod
     def body(self, request: Request) -> dict[str, Any]:
         """The request body, exactly as sent (model, prompt or messages, decoding fields)."""
-        ...
 
+    @abstractmethod
     async def send(self, request: Request) -> Completion:
         """One attempt. Raises RetryableError or PermanentError; a returned Completion is a model answer."""
-        ...
 
+    @abstractmethod
     def output_budget(self, request: Request) -> int:
         """The most output tokens this request can be billed for (for --max-cost and --dry-run)."""
-        ...
 
+    @abstractmethod
     async def aclose(self) -> None:
         """Close the HTTP clients (inside the event loop that used them)."""
-        ...
+
+
+Backend = LocalBackend | RemoteBackend  # dispatch matches on which
 
 
 class RetryableError(Exception):
@@ -170,6 +184,16 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
+def api_key(variable: str, backend: str, base_urls: Sequence[str]) -> str:
+    """The key from the environment; a placeholder only for a server of your own (--base-url)."""
+    key = os.environ.get(variable, "").strip()
+    if key:
+        return key
+    if base_urls:
+        return PLACEHOLDER_KEY  # vllm serve, llama.cpp & co. accept any key unless started with one
+    raise HarnessError(f"{variable} is not set: the {backend} backend needs an API key")
+
+
 def redact(text: str, secret: str | None) -> str:
     """Remove a secret from a message or reply before it is recorded or printed (providers echo bad keys back)."""
     if secret and len(secret) >= 4 and secret != PLACEHOLDER_KEY:
@@ -223,14 +247,3 @@ class ClientPool(Generic[C]):
         """Close every client (inside the event loop that used them)."""
         for c in self.clients:
             await c.close()  # type: ignore[attr-defined]
-
-
-async def one_attempt_each(
-    send: Callable[[Request], Awaitable[Completion]], requests: Sequence[Request]
-) -> AsyncIterator[Completion]:
-    """`complete` for API backends used without dispatch: one attempt per request, in order, errors as Completions."""
-    for r in requests:
-        try:
-            yield await send(r)
-        except (RetryableError, PermanentError) as e:
-            yield Completion(r.id, None, error=str(e))

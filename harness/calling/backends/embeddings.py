@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from harness.calling.backends.base import MalformedReply
+from harness.calling.backends.base import LocalBackend, MalformedReply
 from harness.calling.backends.openai import OpenAIBackend, sdk_errors
 from harness.types import Completion, HarnessError, Request, Usage
 
@@ -44,11 +44,10 @@ class OpenAIEmbeddingBackend(OpenAIBackend):
         return Completion(request.id, json.dumps(response.data[0].embedding), usage=Usage(tokens or 0, 0))
 
 
-class SentenceTransformerBackend:
+class SentenceTransformerBackend(LocalBackend):
     """A local sentence-transformers model (a directory or hub id), all texts encoded in one call."""
 
     name = "sentence-transformers"
-    remote = False
 
     def __init__(self, model: str, batch_size: int | None = None) -> None:
         self.model = model

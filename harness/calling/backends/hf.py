@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.calling.backends import local_models
-from harness.config.settings import LocalOptions
+from harness.calling.backends.base import LocalBackend
+from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.expected import score_token_value
 from harness.types import Completion, HarnessError, Request, Usage
 
@@ -55,11 +56,15 @@ class _Loaded:
     score_tokens: dict[int, str]  # token id -> the integer it stands for ("4", " 4", "▁4" -> "4"); expected only
 
 
-class HFBackend:
+def from_config(config: RunConfig, label_range: tuple[float, float]) -> HFBackend:
+    """The run's model: --model a hub id, local path or packaged name, --scoring expected."""
+    return HFBackend(config.model, config.local, expected=config.scoring == "expected")
+
+
+class HFBackend(LocalBackend):
     """One model loaded once per run; prompts sorted by length and generated in padded batches."""
 
     name = "hf"
-    remote = False  # runs here: the dispatcher hands it every uncached request in one call
 
     def __init__(self, model: str, options: LocalOptions, expected: bool = False) -> None:
         self.model = model

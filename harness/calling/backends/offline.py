@@ -5,19 +5,30 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Sequence
 
-from harness.types import Completion, Request
+from harness.calling.backends.base import LocalBackend
+from harness.config.settings import RunConfig
+from harness.types import Completion, HarnessError, Request
 
 # The last "Sentence 1: ... Sentence 2: ..." block of a prompt is the query (shots come before it); the QA
 # variant's prompts (Tu et al. Figure 9) say "Answer 1/2", so there it measures the answers' overlap.
 _QUERY = re.compile(r"(?:Sentence|Answer) 1:\s*(.*?)\s*(?:Sentence|Answer) 2:\s*(.*?)\s*(?:Condition:|Output:)", re.S)
 _WORD = re.compile(r"[a-z0-9]+")
+OFFLINE_MODELS = ("random", "overlap")
 
 
-class RandomScorer:
+def from_config(config: RunConfig, label_range: tuple[float, float]) -> LocalBackend:
+    """The offline baseline --model names."""
+    if config.model == "random":
+        return RandomScorer()
+    if config.model == "overlap":
+        return OverlapScorer(label_range=label_range)
+    raise HarnessError(f"offline backend has no model {config.model!r}; choose from {', '.join(OFFLINE_MODELS)}")
+
+
+class RandomScorer(LocalBackend):
     """Never answers with a number, so every query takes the seeded fallback: the chance floor."""
 
     name = "offline"
-    remote = False
     cacheable = False  # a pure function of the prompt: nothing worth storing
 
     def __init__(self, model: str = "random") -> None:
@@ -31,7 +42,7 @@ class RandomScorer:
         return {"kind": "offline baseline, not a language model", "rule": "never answers; fallback draws only"}
 
 
-class OverlapScorer:
+class OverlapScorer(LocalBackend):
     """Word-overlap (Jaccard) of the query's two sentences, mapped linearly onto the label range.
 
     It reads the two sentences back from the prompt text, as a model would; it ignores the
@@ -39,7 +50,6 @@ class OverlapScorer:
     """
 
     name = "offline"
-    remote = False
     cacheable = False  # a pure function of the prompt: nothing worth storing
 
     def __init__(self, model: str = "overlap", label_range: tuple[float, float] = (1.0, 5.0)) -> None:

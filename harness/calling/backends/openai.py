@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import openai
@@ -27,13 +27,15 @@ from harness.calling.backends.base import (
     ClientPool,
     MalformedReply,
     PermanentError,
+    RemoteBackend,
     RetryableError,
+    api_key,
     clean_reply,
-    one_attempt_each,
     redact,
     status_error,
     timeout_error,
 )
+from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, Request, Usage
 
 # o1, o3-mini, o4-mini, gpt-5, gpt-5-mini ... but not gpt-5-chat-latest, which is a plain chat model.
@@ -63,11 +65,37 @@ def is_reasoning_model(model: str) -> bool:
     return bool(_REASONING.match(model))
 
 
-class OpenAIBackend:
+def output_budget(request: Request, reasoning: bool, reasoning_tokens: int) -> int:
+    """The most output tokens a request can be billed for: a reasoning model bills its hidden reasoning as
+    output, up to the max_completion_tokens we send. The backend's rule, also asked by --dry-run, which
+    builds no backend (harness/calling/backends/__init__.py `output_budget`)."""
+    return reasoning_tokens if reasoning else request.max_tokens
+
+
+def from_config(config: RunConfig, label_range: tuple[float, float]) -> OpenAIBackend:
+    """The run's model at OpenAI or at --base-url (whose model list, where it has one, must name it)."""
+    api = config.api
+    backend = OpenAIBackend(
+        config.model,
+        api_key("OPENAI_API_KEY", "openai", api.base_urls),
+        api.base_urls,
+        timeout=api.timeout,
+        reasoning=api.reasoning,
+        reasoning_tokens=api.reasoning_tokens,
+        reasoning_effort=api.reasoning_effort,
+        chat=config.chat,
+        stop=config.stop,
+        max_tokens=config.max_tokens,
+    )
+    if api.base_urls:
+        backend.check_model()  # a server that lists its models must list this one
+    return backend
+
+
+class OpenAIBackend(RemoteBackend):
     """Chat or (legacy) Completions; one AsyncOpenAI client per base URL, SDK retries off (dispatch retries)."""
 
     name = "openai"
-    remote = True
 
     def __init__(
         self,
@@ -150,7 +178,7 @@ class OpenAIBackend:
         return record
 
     def output_budget(self, request: Request) -> int:
-        return self.reasoning_tokens if self.reasoning else request.max_tokens
+        return output_budget(request, self.reasoning, self.reasoning_tokens)
 
     async def send(self, request: Request) -> Completion:
         body = self.body(request)
@@ -194,10 +222,6 @@ class OpenAIBackend:
             served_model=getattr(response, "model", None),
             truncated=truncated,
         )
-
-    def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
-        """One attempt per request, in order (harness/calling/dispatch.py calls `send` with retries instead)."""
-        return one_attempt_each(self.send, requests)
 
     def served_models(self) -> list[str] | None:
         """The model ids every base URL lists at /v1/models; None where a server offers no such list."""

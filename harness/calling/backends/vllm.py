@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from harness.config.settings import LocalOptions
+from harness.calling.backends.base import LocalBackend
+from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.expected import collect_score_probs
 from harness.types import Completion, HarnessError, Request, Usage
 
@@ -20,7 +21,12 @@ INSTALL_HINT = 'pip install -e ".[vllm]"'
 SCORE_LOGPROBS = 20
 
 
-class VllmBackend:
+def from_config(config: RunConfig, label_range: tuple[float, float]) -> VllmBackend:
+    """The run's engine: --model a hub id or local path, --seed, --scoring expected."""
+    return VllmBackend(config.model, config.local, seed=config.seed, expected=config.scoring == "expected")
+
+
+class VllmBackend(LocalBackend):
     """Builds `vllm.LLM` on first use and sends all requests through one `generate` (or `chat`) call.
 
     `llm_factory` and `sampling_params` default to `vllm.LLM` and `vllm.SamplingParams`; they are the seam
@@ -28,7 +34,6 @@ class VllmBackend:
     """
 
     name = "vllm"
-    remote = False  # runs here: the dispatcher hands it every uncached request in one call
 
     def __init__(
         self,

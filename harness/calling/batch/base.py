@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from harness.calling.backends.base import RetryableError
-from harness.calling.dispatch import RetryPolicy
+from harness.calling.options import RetryPolicy
 from harness.types import Completion, HarnessError
 
 

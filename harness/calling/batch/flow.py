@@ -24,7 +24,7 @@ from harness.calling.backends.base import RemoteBackend
 from harness.calling.batch.base import Provider
 from harness.calling.batch.store import BatchStore
 from harness.calling.cache import ResponseCache, request_key
-from harness.calling.dispatch import RetryPolicy
+from harness.calling.options import RetryPolicy
 from harness.calling.pricing import Price
 from harness.config.settings import BatchOptions
 from harness.prompting.tokens import CHAT_OVERHEAD_TOKENS, counter
@@ -33,17 +33,17 @@ from harness.types import Completion, HarnessError, Request
 Log = Callable[[str], None]
 
 
-def provider_for(backend: Any) -> Provider | None:
+def provider_for(backend: RemoteBackend) -> Provider | None:
     """The batch endpoint of a backend: an explicit match on its name (embeddings and local models have none)."""
-    match getattr(backend, "name", None):
+    match backend.name:
         case "openai":
             from harness.calling.batch.openai import OpenAIBatches
 
-            return OpenAIBatches(backend)
+            return OpenAIBatches(backend)  # type: ignore[arg-type]  # the name is the class's
         case "anthropic":
             from harness.calling.batch.anthropic import AnthropicBatches
 
-            return AnthropicBatches(backend)
+            return AnthropicBatches(backend)  # type: ignore[arg-type]  # the name is the class's
         case _:
             return None
 
@@ -178,8 +178,8 @@ class Session:
             if not g.bodies or g.price is None:
                 continue
             requests = [g.prompts[k] for k in g.bodies]
-            # As calls.prompt_counter counts for the dry run: a chat message adds its wrapping.
-            count, _ = counter(g.backend.model, CHAT_OVERHEAD_TOKENS if getattr(g.backend, "chat", True) else 0)
+            # As pricing.prompt_counter counts for the dry run: a chat message adds its wrapping.
+            count, _ = counter(g.backend.model, CHAT_OVERHEAD_TOKENS if g.backend.chat else 0)
             tokens = sum(count(r.prompt) for r in requests)
             total += g.price.batch().cost(tokens, sum(g.backend.output_budget(r) for r in requests))
         if total > self.max_cost:

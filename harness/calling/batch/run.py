@@ -10,40 +10,44 @@ import asyncio
 import contextlib
 import dataclasses
 import sqlite3
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
 
 from harness.calling.backends.base import Backend, RemoteBackend
 from harness.calling.batch import BatchesPending
 from harness.calling.batch.flow import Job, Session, provider_for
 from harness.calling.batch.store import BatchStore
 from harness.calling.cache import ResponseCache, request_key
-from harness.calling.dispatch import DispatchStats, RetryPolicy
+from harness.calling.options import DispatchOptions, DispatchStats, dispatch_options
 from harness.calling.pricing import Price
 from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, Request
 
-__all__ = ["BatchesPending", "answered_by_batch", "batch_call", "prefetch"]
+__all__ = ["BatchesPending", "answered_by_batch", "batch_call", "batchable", "prefetch"]
 
 
-def cache_path(config: RunConfig) -> Path:
-    return config.api.cache or config.results_dir / "cache.sqlite"
+def batchable(backend: Backend) -> bool:
+    """--batch covers the chat backends with a batch endpoint (openai, anthropic); the others (local models,
+    offline baselines, embeddings) run as usual, so a sweep may mix them."""
+    if isinstance(backend, RemoteBackend) and provider_for(backend) is not None:
+        return True
+    print(f"note: --batch covers the openai and anthropic backends; {backend.name} runs as usual", file=sys.stderr)
+    return False
 
 
-def _session(config: RunConfig) -> tuple[Session, ResponseCache]:
-    api = config.api
-    assert api.batch is not None
-    if api.no_cache:
+def _session(options: DispatchOptions) -> tuple[Session, ResponseCache]:
+    assert options.batch is not None
+    if options.cache_path is None:
         raise HarnessError("--batch keeps answers and batch ids in the response cache: it cannot run with --no-cache")
-    cache = ResponseCache(cache_path(config))
-    retry = RetryPolicy(max_retries=api.max_retries, timeout=api.timeout)
-    return Session(api.batch, retry, cache, api.refresh, api.max_cost, verbose=config.progress), cache
+    cache = ResponseCache(options.cache_path)
+    session = Session(options.batch, options.retry, cache, options.refresh, options.max_cost, verbose=options.progress)
+    return session, cache
 
 
 def batch_call(
-    backend: Backend, requests: Sequence[Request], config: RunConfig, price: Price | None, stats: DispatchStats
+    backend: RemoteBackend, requests: Sequence[Request], options: DispatchOptions, stats: DispatchStats
 ) -> dict[str, Completion]:
     """One Completion per request id, every uncached request answered through the provider's batch endpoint.
 
@@ -51,9 +55,10 @@ def batch_call(
     """
     stats.requests = len(requests)
     began = time.perf_counter()
-    session, cache = _session(config)
+    price = options.price
+    session, cache = _session(options)
     try:
-        got = asyncio.run(session.gather([Job(backend, requests, price)]))  # type: ignore[arg-type]
+        got = asyncio.run(session.gather([Job(backend, requests, price)]))
         keys = got.keys.get(0, {})
         done: dict[str, Completion] = {}
         billed: set[str] = set()
@@ -73,7 +78,7 @@ def batch_call(
         session.close()
         cache.close()
         stats.seconds = round(time.perf_counter() - began, 3)
-    stats.cache = "refresh" if config.api.refresh else "on"
+    stats.cache = "refresh" if options.refresh else "on"
     stats.cache_hits = sum(keys[r.id] in got.cached for r in requests)
     stats.cache_misses = len(requests) - stats.cache_hits
     stats.errors = sum(c.error is not None for c in done.values())
@@ -86,7 +91,7 @@ def batch_call(
         "submitted": got.submitted,
         "answered": len(billed),
         "failed": stats.errors,
-        "poll_seconds": config.api.batch.poll if config.api.batch else None,
+        "poll_seconds": options.batch.poll if options.batch else None,
     }
     return done
 
@@ -107,16 +112,14 @@ def prefetch(jobs: Sequence[tuple[Backend, Sequence[Request], Price | None]], co
 
     The cells then run as usual and find their answers (or this invocation's batch errors) in place.
     """
-    batchable = [
-        Job(cast(RemoteBackend, b), r, p)
-        for b, r, p in jobs
-        if getattr(b, "remote", False) and provider_for(b) is not None
+    to_batch = [
+        Job(b, requests, p) for b, requests, p in jobs if isinstance(b, RemoteBackend) and provider_for(b) is not None
     ]
-    if not batchable:
+    if not to_batch:
         return  # local models and embeddings run in their cells as usual
-    session, cache = _session(config)
+    session, cache = _session(dispatch_options(config, None))
     try:
-        got = asyncio.run(session.gather(batchable))  # type: ignore[arg-type]
+        got = asyncio.run(session.gather(to_batch))
     finally:
         session.close()
         cache.close()
@@ -128,7 +131,9 @@ def prefetch(jobs: Sequence[tuple[Backend, Sequence[Request], Price | None]], co
         )
 
 
-def answered_by_batch(path: Path, backend: Any, requests: Sequence[Request], done: dict[str, Completion]) -> set[str]:
+def answered_by_batch(
+    path: Path, backend: Backend, requests: Sequence[Request], done: dict[str, Completion]
+) -> set[str]:
     """Request ids whose cached answer a batch paid for (a one-by-one run reusing a batch run's answers)."""
     if not path.is_file():
         return set()

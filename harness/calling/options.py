@@ -1,0 +1,108 @@
+"""What dispatch is told (RetryPolicy, DispatchOptions, built from a RunConfig once) and what it reports
+(DispatchStats, the "cache" and "dispatch" records of metrics.json)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tenacity import RetryCallState
+from tenacity.wait import wait_random_exponential
+
+from harness.calling.backends.base import RetryableError
+from harness.calling.cache import ResponseCache
+from harness.calling.pricing import Price, prompt_counter
+from harness.config.settings import BatchOptions, RunConfig
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Our one retry policy: exponential backoff with full jitter, or the provider's retry-after (capped)."""
+
+    max_retries: int = 8  # retries after the first attempt
+    timeout: float = 120.0  # seconds per attempt
+    backoff_initial: float = 1.0
+    backoff_max: float = 60.0
+    retry_after_cap: float = 120.0  # never sleep longer than this, whatever the provider says
+
+    def wait(self, state: RetryCallState) -> float:
+        """Seconds before the next attempt."""
+        error = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(error, RetryableError) and error.retry_after is not None:
+            return min(error.retry_after, self.retry_after_cap)
+        return float(wait_random_exponential(multiplier=self.backoff_initial, max=self.backoff_max)(state))
+
+
+@dataclass(frozen=True)
+class DispatchOptions:
+    """How dispatch calls one backend: built once per calling step from the run's settings (`dispatch_options`)."""
+
+    concurrency: int = 16  # API requests in flight
+    retry: RetryPolicy = RetryPolicy()
+    cache: ResponseCache | None = None  # the open cache `complete_all` uses (dispatch.call opens it from cache_path)
+    refresh: bool = False  # --refresh: ignore stored answers, store the new ones
+    max_cost: float | None = None  # US dollars this invocation may spend (API backends)
+    price: Price | None = None
+    count_prompt: Callable[[str], int] | None = None  # prompt tokens as --dry-run counts them (for --max-cost)
+    cache_path: Path | None = None  # dispatch.call: the cache file it opens for a cacheable backend; None: --no-cache
+    progress: bool = False  # dispatch.call: a progress bar on stderr
+    batch: BatchOptions | None = None  # dispatch.call: --batch, the provider's batch endpoint (harness/calling/batch)
+
+
+@dataclass
+class DispatchStats:
+    """What one invocation did; goes into metrics.json under "dispatch"."""
+
+    requests: int = 0
+    cache: str = "off"  # "on", "refresh" or "off"
+    cache_hits: int = 0
+    cache_misses: int = 0
+    attempts: int = 0  # API calls made, retries included
+    retries: int = 0
+    errors: int = 0
+    deterministic_errors: int = 0  # errors a rerun would repeat (context_length_exceeded, ...): not worth retrying
+    malformed: int = 0  # replies that could not be read (each retried)
+    not_sent_max_cost: int = 0
+    spent_usd: float | None = None  # this invocation's new spending (cached answers are free)
+    seconds: float = 0.0
+    first_errors: list[str] = field(default_factory=list)  # a few messages, for the report line
+    first_deterministic_errors: list[str] = field(default_factory=list)
+    cache_deferred: int = 0  # answers that met a locked cache file and were written later
+    cache_unsaved: int = 0  # answers the locked cache file never took: in this run's results only
+    batch: dict[str, Any] | None = None  # --batch: batches waited on, requests submitted and answered (harness/batch)
+    paid_by_batch: set[str] = field(default_factory=set)  # request ids whose answer was billed at the batch price
+
+    def record(self) -> dict[str, Any]:
+        """{"cache": ..., "dispatch": ...} for metrics.json."""
+        d = asdict(self)
+        d.pop("paid_by_batch")  # ids, not a number: usage (harness/calling/pricing.py) prices them
+        if d["batch"] is None:
+            d.pop("batch")
+        cache = {"mode": d.pop("cache"), "hits": d.pop("cache_hits"), "misses": d.pop("cache_misses")}
+        deferred, unsaved = d.pop("cache_deferred"), d.pop("cache_unsaved")
+        if deferred or unsaved:
+            cache |= {"deferred": deferred, "unsaved": unsaved}
+        if unsaved:
+            cache["note"] = (
+                f"{unsaved} answers could not be written to the locked cache file: they are in this run's "
+                "results, but a rerun would send them again"
+            )
+        return {"cache": cache, "dispatch": d}
+
+
+def dispatch_options(config: RunConfig, price: Price | None) -> DispatchOptions:
+    """Concurrency, retries, cache, spending limit, progress and --batch as the run's options say."""
+    api = config.api
+    return DispatchOptions(
+        concurrency=api.concurrency,
+        retry=RetryPolicy(max_retries=api.max_retries, timeout=api.timeout),
+        refresh=api.refresh,
+        max_cost=api.max_cost,
+        price=price,
+        count_prompt=prompt_counter(config)[0] if api.max_cost is not None else None,
+        cache_path=None if api.no_cache else api.cache or config.results_dir / "cache.sqlite",
+        progress=config.progress,
+        batch=api.batch,
+    )
