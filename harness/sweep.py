@@ -15,6 +15,8 @@ from typing import Any
 from harness.config.settings import RunConfig
 from harness.datasets.load import SPLITS
 from harness.results.claims import claim
+from harness.results.read import finished_runs
+from harness.results.stage import staged
 from harness.types import HarnessError
 
 # The options that may hold comma lists, and the RunConfig field each sets.
@@ -89,26 +91,6 @@ def _shots(value: str) -> int:
         raise HarnessError(f"--shots: {value!r} is not an integer") from None
 
 
-def finished_runs(results_dir: Path) -> dict[str, Path]:
-    """config_hash -> the newest run folder under results_dir that finished: metrics written, no failed requests."""
-    found: dict[str, Path] = {}
-    if not results_dir.is_dir():
-        return found
-    for config_path in sorted(results_dir.glob("*/config.json")):  # run ids end in a timestamp: newest last
-        run_dir = config_path.parent
-        if run_dir.name.startswith("."):
-            continue  # a folder still being staged
-        try:
-            config = json.loads(config_path.read_text(encoding="utf-8"))
-            metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue  # not a finished run folder
-        if metrics.get("dry_run") or metrics.get("errors", 0) or "config_hash" not in config:
-            continue  # a dry run answered nothing; failed requests deserve a retry
-        found[config["config_hash"]] = run_dir
-    return found
-
-
 def run_sweep(base: RunConfig, grid: dict[str, list[str]], log: Callable[[str], None] = print) -> SweepResult:
     """Plan every cell first (bad settings fail before any model call), run the unfinished ones, then report."""
     from harness.reporting.report import write_report  # deferred: matplotlib only when a sweep finishes
@@ -157,8 +139,7 @@ def _write_sweep(
     results_dir = base.results_dir
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     claimed = claim(results_dir, f"sweep-{stamp}", explicit=False)
-    try:
-        staging = claimed.staging()
+    with staged(claimed) as staging:
         record = {
             "created": stamp,
             "grid": {name: grid.get(name, [getattr(base, name)]) for name in GRID_OPTIONS.values()},
@@ -182,16 +163,5 @@ def _write_sweep(
         (staging / "sweep.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         if not base.dry_run:
             write_report([c.run_dir for c in results], staging / "report")
-        return claimed.publish(staging)
-    except BaseException:
-        claimed.abandon()
-        raise
+    return claimed.final
 
-
-def sweep_run_dirs(sweep_dir: Path) -> list[Path]:
-    """The run folders a sweep.json lists, resolved beside the sweep folder."""
-    try:
-        record = json.loads((sweep_dir / "sweep.json").read_text(encoding="utf-8"))
-        return [sweep_dir.parent / c["run_dir"] for c in record["cells"]]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise HarnessError(f"{sweep_dir}/sweep.json is unreadable: {e}") from None

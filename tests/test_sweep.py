@@ -9,7 +9,8 @@ import pytest
 
 from harness.cli.main import main
 from harness.config.settings import RunConfig
-from harness.sweep import cells, finished_runs, run_sweep, split_grid
+from harness.results.read import finished_runs
+from harness.sweep import cells, run_sweep, split_grid
 from harness.types import HarnessError
 
 

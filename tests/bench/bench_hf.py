@@ -40,8 +40,8 @@ SHAPES = {  # (d_model, d_ff, layers, heads, d_kv): Flan-T5 configs, gated-gelu,
 
 def prompts(n: int) -> tuple[list[Request], str]:
     """n C-STS k=4 long prompts (T5 layout), real when the shared release is present, else synthetic."""
-    from harness.runner import prepare
     from harness.config.settings import RunConfig
+    from harness.runner import prepare
 
     if ARCHIVE.is_file():
         config = RunConfig(model="bench", shots=4, template="t5-long", archive=ARCHIVE, password_file=PASSWORD)

@@ -75,8 +75,8 @@ def test_other_models_get_the_high_side_estimate(model: str) -> None:
 
 def test_the_estimate_is_on_the_high_side_of_tiktoken_on_the_bundled_prompts() -> None:
     """The calibration the estimate rests on: on this package's prompts it never counts fewer than cl100k."""
-    from harness.runner import prepare
     from harness.config.settings import RunConfig
+    from harness.runner import prepare
 
     enc = encoding("cl100k_base")
     for instr in ("none", "short", "long"):
