@@ -10,7 +10,7 @@ import pytest
 from harness.cli.main import main
 from harness.config.settings import RunConfig
 from harness.results.read import finished_runs
-from harness.sweep import cells, run_sweep, split_grid
+from harness.sweep import cells, run_sweep
 from harness.types import HarnessError
 
 
@@ -31,19 +31,8 @@ def _sweep_args(results: Path, csts_dir: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def test_split_grid_takes_comma_lists_out_and_keeps_the_rest() -> None:
-    argv, grid = split_grid(["--model", "a,b", "--shots=0,2,4", "--instr", "long", "--seed", "1,2"])
-    assert argv == ["--model", "a", "--shots=0", "--instr", "long", "--seed", "1,2"]
-    assert grid == {"model": ["a", "b"], "shots": ["0", "2", "4"]}
-
-
-def test_single_values_are_not_a_grid() -> None:
-    argv = ["--model", "overlap", "--shots", "2", "--dataset", "stsb"]
-    assert split_grid(argv) == (argv, {})
-
-
 def test_cells_cover_the_product_once() -> None:
-    configs = cells(RunConfig(model="x"), {"model": ["a", "b"], "shots": ["0", "2", "4"], "instr": ["none", "long"]})
+    configs = cells(RunConfig(model="x"), {"model": ["a", "b"], "shots": [0, 2, 4], "instr": ["none", "long"]})
     keys = {(c.model, c.shots, c.instr, c.dataset) for c in configs}
     assert len(configs) == len(keys) == 12
 
