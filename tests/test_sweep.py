@@ -101,3 +101,20 @@ def test_a_cell_line_carries_its_correlation_notes(tmp_path: Path, csts_dir: Pat
     base = RunConfig(model="overlap", data_dir=csts_dir, results_dir=tmp_path, limit=6, progress=False)
     run_sweep(base, {"model": ["overlap", "random"]}, log=lines.append)
     assert all("spearman=" in line and "(n=6)" in line for line in lines)
+
+
+def test_a_sweep_plans_each_cell_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import runner
+
+    planned: list[RunConfig] = []
+    real_plan = runner.plan
+
+    def counting_plan(config: RunConfig) -> runner.Planned:
+        planned.append(config)
+        return real_plan(config)
+
+    monkeypatch.setattr(runner, "plan", counting_plan)  # run() looks plan up in runner's namespace too
+    base = RunConfig(model="overlap", dataset="stsb", results_dir=tmp_path, limit=4, progress=False)
+    result = run_sweep(base, {"model": ["overlap", "random"], "shots": [0, 2]}, log=lambda line: None)
+    assert len(result.cells) == 4 and not any(c.reused for c in result.cells)
+    assert sorted((c.model, c.shots) for c in planned) == [("overlap", 0), ("overlap", 2), ("random", 0), ("random", 2)]

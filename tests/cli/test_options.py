@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from harness.cli.batches import batches_parser
 from harness.cli import main as cli
+from harness.cli.batches import batches_parser
 from harness.cli.options import COMMAND_HELP, HelpFormatter, run_parser
 from tests.conftest import ROOT
 
