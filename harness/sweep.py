@@ -6,19 +6,21 @@ import dataclasses
 import itertools
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from harness.config.settings import RunConfig
-from harness.datasets.load import SPLITS
 from harness.results.claims import claim
+from harness.results.read import finished_runs
+from harness.results.stage import staged
 from harness.types import HarnessError
 
-# The options that may hold comma lists, and the RunConfig field each sets.
-GRID_OPTIONS = {"--dataset": "dataset", "--model": "model", "--instr": "instr", "--shots": "shots"}
+# The RunConfig fields a sweep varies: the options --dataset, --model, --instr and --shots take comma lists
+# (argparse splits them: harness/cli/grid.py). Order: cells run dataset-major (one data load after another).
+GRID_FIELDS = ("dataset", "model", "instr", "shots")
 
 
 @dataclass(frozen=True)
@@ -48,69 +50,17 @@ class SweepResult:
         return tuple(c for c in self.cells if c.errors)
 
 
-def split_grid(argv: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
-    """Pull comma lists out of argv: (argv with each list's first value, {field: values}); no lists -> {}."""
-    out, grid = list(argv), {}
-    i = 0
-    while i < len(out):
-        opt, eq, value = out[i].partition("=")
-        if opt in GRID_OPTIONS and (eq or i + 1 < len(out)):
-            j = i if eq else i + 1
-            value = value if eq else out[j]
-            if "," in value:
-                values = [v.strip() for v in value.split(",")]
-                if any(not v for v in values):
-                    raise HarnessError(f"{opt} {value!r}: empty item in the comma list")
-                grid[GRID_OPTIONS[opt]] = list(dict.fromkeys(values))  # order kept, repeats dropped
-                out[j] = f"{opt}={values[0]}" if eq else values[0]
-            i = j
-        i += 1
-    return out, grid
-
-
-def cells(base: RunConfig, grid: dict[str, list[str]]) -> list[RunConfig]:
+def cells(base: RunConfig, grid: Mapping[str, Sequence[Any]]) -> list[RunConfig]:
     """Every combination of the grid's values over the base config, dataset-major (one data load after another)."""
     if base.run_id is not None:
         raise HarnessError("--run-id names one run; a sweep names each cell's run folder itself")
-    axes: dict[str, list[Any]] = {name: [getattr(base, name)] for name in GRID_OPTIONS.values()}
-    for name, values in grid.items():
-        axes[name] = [_shots(v) for v in values] if name == "shots" else values
-    for d in axes["dataset"]:
-        if d not in SPLITS:
-            raise HarnessError(f"unknown dataset {d!r} in --dataset; choose from {', '.join(SPLITS)}")
-    combos = itertools.product(*(axes[name] for name in GRID_OPTIONS.values()))
-    return [dataclasses.replace(base, **dict(zip(GRID_OPTIONS.values(), c, strict=True))) for c in combos]
+    axes = [list(grid.get(name, [getattr(base, name)])) for name in GRID_FIELDS]
+    return [dataclasses.replace(base, **dict(zip(GRID_FIELDS, c, strict=True))) for c in itertools.product(*axes)]
 
 
-def _shots(value: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise HarnessError(f"--shots: {value!r} is not an integer") from None
-
-
-def finished_runs(results_dir: Path) -> dict[str, Path]:
-    """config_hash -> the newest run folder under results_dir that finished: metrics written, no failed requests."""
-    found: dict[str, Path] = {}
-    if not results_dir.is_dir():
-        return found
-    for config_path in sorted(results_dir.glob("*/config.json")):  # run ids end in a timestamp: newest last
-        run_dir = config_path.parent
-        if run_dir.name.startswith("."):
-            continue  # a folder still being staged
-        try:
-            config = json.loads(config_path.read_text(encoding="utf-8"))
-            metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue  # not a finished run folder
-        if metrics.get("dry_run") or metrics.get("errors", 0) or "config_hash" not in config:
-            continue  # a dry run answered nothing; failed requests deserve a retry
-        found[config["config_hash"]] = run_dir
-    return found
-
-
-def run_sweep(base: RunConfig, grid: dict[str, list[str]], log: Callable[[str], None] = print) -> SweepResult:
-    """Plan every cell first (bad settings fail before any model call), run the unfinished ones, then report."""
+def run_sweep(base: RunConfig, grid: Mapping[str, Sequence[Any]], log: Callable[[str], None] = print) -> SweepResult:
+    """Plan every cell once, first (bad settings fail before any model call), run the unfinished ones with their
+    plans, then report."""
     from harness.reporting.report import write_report  # deferred: matplotlib only when a sweep finishes
     from harness.runner import plan, run
 
@@ -125,13 +75,13 @@ def run_sweep(base: RunConfig, grid: dict[str, list[str]], log: Callable[[str], 
         todo = [p for p, h in zip(planned, hashes, strict=True) if h not in done and p.prep.requests]
         prefetch([(p.backend, p.prep.requests, p.price) for p in todo if p.backend is not None], base)
     results = []
-    for i, (config, config_hash) in enumerate(zip(configs, hashes, strict=True), start=1):
+    for i, (config, planned_cell, config_hash) in enumerate(zip(configs, planned, hashes, strict=True), start=1):
         label = f"[{i}/{len(configs)}] {Cell(config, config_hash, Path(), False).label}"
         if config_hash in done:
             log(f"{label}: reused {done[config_hash]}")
             results.append(Cell(config, config_hash, done[config_hash], True))
             continue
-        result = run(config)
+        result = run(config, planned_cell)
         done[config_hash] = result.run_dir
         log(f"{label}: {_summary(result.metrics)} -> {result.run_dir}")
         results.append(Cell(config, config_hash, result.run_dir, False, int(result.metrics.get("errors") or 0)))
@@ -151,17 +101,16 @@ def _summary(metrics: dict[str, Any]) -> str:
 
 
 def _write_sweep(
-    base: RunConfig, grid: dict[str, list[str]], results: list[Cell], write_report: Callable[..., Any]
+    base: RunConfig, grid: Mapping[str, Sequence[Any]], results: list[Cell], write_report: Callable[..., Any]
 ) -> Path:
     """Stage sweep.json and the report, then rename the folder into place."""
     results_dir = base.results_dir
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     claimed = claim(results_dir, f"sweep-{stamp}", explicit=False)
-    try:
-        staging = claimed.staging()
+    with staged(claimed) as staging:
         record = {
             "created": stamp,
-            "grid": {name: grid.get(name, [getattr(base, name)]) for name in GRID_OPTIONS.values()},
+            "grid": {name: list(grid.get(name, [getattr(base, name)])) for name in GRID_FIELDS},
             "split": base.split,
             "seed": base.seed,
             "limit": base.limit,
@@ -182,16 +131,4 @@ def _write_sweep(
         (staging / "sweep.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         if not base.dry_run:
             write_report([c.run_dir for c in results], staging / "report")
-        return claimed.publish(staging)
-    except BaseException:
-        claimed.abandon()
-        raise
-
-
-def sweep_run_dirs(sweep_dir: Path) -> list[Path]:
-    """The run folders a sweep.json lists, resolved beside the sweep folder."""
-    try:
-        record = json.loads((sweep_dir / "sweep.json").read_text(encoding="utf-8"))
-        return [sweep_dir.parent / c["run_dir"] for c in record["cells"]]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise HarnessError(f"{sweep_dir}/sweep.json is unreadable: {e}") from None
+    return claimed.final

@@ -9,7 +9,8 @@ import pytest
 
 from harness.cli.main import main
 from harness.config.settings import RunConfig
-from harness.sweep import cells, finished_runs, run_sweep, split_grid
+from harness.results.read import finished_runs
+from harness.sweep import cells, run_sweep
 from harness.types import HarnessError
 
 
@@ -30,19 +31,8 @@ def _sweep_args(results: Path, csts_dir: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def test_split_grid_takes_comma_lists_out_and_keeps_the_rest() -> None:
-    argv, grid = split_grid(["--model", "a,b", "--shots=0,2,4", "--instr", "long", "--seed", "1,2"])
-    assert argv == ["--model", "a", "--shots=0", "--instr", "long", "--seed", "1,2"]
-    assert grid == {"model": ["a", "b"], "shots": ["0", "2", "4"]}
-
-
-def test_single_values_are_not_a_grid() -> None:
-    argv = ["--model", "overlap", "--shots", "2", "--dataset", "stsb"]
-    assert split_grid(argv) == (argv, {})
-
-
 def test_cells_cover_the_product_once() -> None:
-    configs = cells(RunConfig(model="x"), {"model": ["a", "b"], "shots": ["0", "2", "4"], "instr": ["none", "long"]})
+    configs = cells(RunConfig(model="x"), {"model": ["a", "b"], "shots": [0, 2, 4], "instr": ["none", "long"]})
     keys = {(c.model, c.shots, c.instr, c.dataset) for c in configs}
     assert len(configs) == len(keys) == 12
 
@@ -111,3 +101,20 @@ def test_a_cell_line_carries_its_correlation_notes(tmp_path: Path, csts_dir: Pat
     base = RunConfig(model="overlap", data_dir=csts_dir, results_dir=tmp_path, limit=6, progress=False)
     run_sweep(base, {"model": ["overlap", "random"]}, log=lines.append)
     assert all("spearman=" in line and "(n=6)" in line for line in lines)
+
+
+def test_a_sweep_plans_each_cell_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import runner
+
+    planned: list[RunConfig] = []
+    real_plan = runner.plan
+
+    def counting_plan(config: RunConfig) -> runner.Planned:
+        planned.append(config)
+        return real_plan(config)
+
+    monkeypatch.setattr(runner, "plan", counting_plan)  # run() looks plan up in runner's namespace too
+    base = RunConfig(model="overlap", dataset="stsb", results_dir=tmp_path, limit=4, progress=False)
+    result = run_sweep(base, {"model": ["overlap", "random"], "shots": [0, 2]}, log=lambda line: None)
+    assert len(result.cells) == 4 and not any(c.reused for c in result.cells)
+    assert sorted((c.model, c.shots) for c in planned) == [("overlap", 0), ("overlap", 2), ("random", 0), ("random", 2)]

@@ -9,9 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.calling.batch.options import EXIT_BATCH_PENDING, cmd_batches
-from harness.cli.options import Parser, add_data_args, config_from_args, run_parser
+from harness.calling.batch.options import EXIT_BATCH_PENDING
+from harness.cli.batches import cmd_batches
+from harness.cli.configs import config_from_args, grid_from_args
+from harness.cli.options import Parser, add_data_args, run_parser
 from harness.cli.summary import print_dry_run, print_summary
+from harness.config.settings import RunConfig
 from harness.inputs import check_output, check_regular
 from harness.types import HarnessError
 
@@ -31,12 +34,10 @@ def extract_parser() -> Parser:
 
 
 def cmd_run(argv: Sequence[str]) -> int:
-    from harness.sweep import split_grid
-
-    single, grid = split_grid(argv)
+    args = run_parser().parse_args(argv)
+    config, grid = config_from_args(args), grid_from_args(args)
     if grid:  # comma lists in --model/--shots/--instr/--dataset: a sweep
-        return cmd_sweep(single, grid)
-    config = config_from_args(run_parser().parse_args(argv))
+        return cmd_sweep(config, grid)
     from harness.runner import run  # deferred until the options parse: `--help` stays instant
 
     result = run(config)
@@ -80,7 +81,7 @@ def cmd_data_report(argv: Sequence[str]) -> int:
     import os
 
     from harness.datasets.load import SPLITS, load_dataset
-    from harness.datasets.report import csts_label_agreement, split_summary, to_markdown
+    from harness.reporting.datasets import csts_label_agreement, split_summary, to_markdown
     from harness.results.write import write_atomic
 
     a = data_report_parser().parse_args(argv)
@@ -109,10 +110,10 @@ def cmd_data_report(argv: Sequence[str]) -> int:
 # --- sweeps, reports, comparisons and overlap ----------------------------------------------------
 
 
-def cmd_sweep(argv: Sequence[str], grid: dict[str, list[str]]) -> int:
+def cmd_sweep(base: RunConfig, grid: dict[str, list[Any]]) -> int:
     from harness.sweep import run_sweep
 
-    result = run_sweep(config_from_args(run_parser().parse_args(argv)), grid)
+    result = run_sweep(base, grid)
     print(f"sweep: {len(result.cells)} cells ({sum(c.reused for c in result.cells)} reused) -> {result.sweep_dir}")
     for c in result.failed:
         print(f"warning: cell {c.label}: {c.errors} queries have no prediction -> {c.run_dir}", file=sys.stderr)
@@ -160,7 +161,7 @@ def cmd_report(argv: Sequence[str]) -> int:
         elif one is not None and one.is_dir() and not (one / "config.json").is_file():
             out = one / stamp  # a folder of run folders (results/): the report goes beside them
         else:
-            out = Path("results") / stamp
+            out = RunConfig.results_dir / stamp
     check_output(out, "report folder", directory=True)
     out_dir = write_report(a.paths, out, load_published(a.published) if a.published else None)
     md = (out_dir / "report.md").read_text(encoding="utf-8")

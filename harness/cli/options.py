@@ -10,8 +10,19 @@ import argparse
 from pathlib import Path
 from typing import NoReturn
 
-from harness.calling.batch.options import add_batch_args, batch_options
-from harness.config.settings import PARSE_MODES, SCORINGS, SHOT_SAMPLERS, VARIANTS, ApiOptions, LocalOptions, RunConfig
+from harness.calling.batch.options import add_batch_args
+from harness.cli.configs import REASONING, CommaList
+from harness.config.settings import (
+    DTYPES,
+    PARSE_MODES,
+    SCORINGS,
+    SHOT_SAMPLERS,
+    VARIANTS,
+    ApiOptions,
+    LocalOptions,
+    RunConfig,
+)
+from harness.datasets.load import SPLITS
 from harness.prompting.render import INSTRUCTIONS
 from harness.types import HarnessError
 
@@ -83,6 +94,7 @@ def run_parser() -> Parser:
     p.add_argument(
         "--model",
         required=True,
+        type=CommaList("--model"),
         help="required: model name (gpt-4o, claude-..., a hub id or directory with --backend vllm|hf, "
         "or an offline baseline: overlap, random)",
     )
@@ -91,27 +103,41 @@ def run_parser() -> Parser:
         help="offline, openai, anthropic, vllm, hf, sentence-transformers (default: implied by the model name; "
         "with --base-url an unknown name means openai)",
     )
-    p.add_argument("--dataset", default="csts", choices=["csts", "stsb"], help="dataset to evaluate")
-    p.add_argument("--split", default="validation", help="validation, test (C-STS: writes the submission) or train")
+    datasets = tuple(SPLITS)  # comma lists (--dataset csts,stsb) are checked by CommaList, single values too
+    grid = {"type": CommaList("--dataset", choices=datasets), "metavar": "{" + ",".join(datasets) + "}"}
+    p.add_argument("--dataset", default=RunConfig.dataset, **grid, help="dataset to evaluate")  # type: ignore[arg-type]
+    p.add_argument("--split", default=RunConfig.split, help="validation, test (C-STS: writes the submission) or train")
     p.add_argument(
-        "--shots", type=int, default=0, help="in-context examples k (C-STS: k/2 sentence pairs, both conditions)"
+        "--shots",
+        type=CommaList("--shots", int),
+        default=RunConfig.shots,
+        help="in-context examples k (C-STS: k/2 sentence pairs, both conditions)",
     )
-    p.add_argument("--instr", default="none", help=f"instruction level: {', '.join(INSTRUCTIONS)}")
+    p.add_argument(
+        "--instr",
+        type=CommaList("--instr"),
+        default=RunConfig.instr,
+        help=f"instruction level: {', '.join(INSTRUCTIONS)}",
+    )
     p.add_argument(
         "--template",
         help="template name under templates/<dataset>/, or a .j2 file of your own; overrides --instr "
         "(default: from --instr)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seeds shot choice and the invalid-output fallback")
+    p.add_argument("--seed", type=int, default=RunConfig.seed, help="seeds shot choice and the invalid-output fallback")
     p.add_argument("--limit", type=int, help="evaluate only the first N queries (default: all)")
-    p.add_argument("--labels", default="original", help="label set: original, or reannotated (Tu et al. 2024)")
+    p.add_argument("--labels", default=RunConfig.labels, help="label set: original, or reannotated (Tu et al. 2024)")
     p.add_argument(
-        "--subset", default="all", help="all, reannotated-test or reannotated-train (seeded 70/30 of re-annotated)"
+        "--subset",
+        default=RunConfig.subset,
+        help="all, reannotated-test or reannotated-train (seeded 70/30 of re-annotated)",
     )
-    p.add_argument("--subset-seed", type=int, default=0, help="seed of the 70/30 re-annotated split")
+    p.add_argument(
+        "--subset-seed", type=int, default=RunConfig.subset_seed, help="seed of the 70/30 re-annotated split"
+    )
     p.add_argument(
         "--variant",
-        default="sentences",
+        default=RunConfig.variant,
         choices=VARIANTS,
         help="sentences (the paper's prompt); qa: answer each condition as a question, then score the answers "
         "(Tu et al. 2024); qa-embed: cosine of the answers' embeddings (--model is the embedding model)",
@@ -123,7 +149,7 @@ def run_parser() -> Parser:
     )
     p.add_argument("--answers", type=Path, help="qa variants: reuse answers.jsonl from an earlier run (default: none)")
     add_data_args(p)
-    p.add_argument("--results-dir", type=Path, default=Path("results"), help="where run folders are written")
+    p.add_argument("--results-dir", type=Path, default=RunConfig.results_dir, help="where run folders are written")
     p.add_argument("--run-id", help="name of the run folder, a plain name (default: dataset-split-model-k-instr-time)")
     p.add_argument("--dry-run", action="store_true", help="render every prompt and count tokens; call no model")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -145,21 +171,21 @@ def add_decoding_args(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--stop",
         action="append",
-        default=[],
+        default=list(RunConfig.stop),
         metavar="STR",
         help="stop sequence, repeatable (default: none, the paper's protocol)",
     )
     g.add_argument(
         "--max-tokens",
         type=int,
-        default=20,
+        default=RunConfig.max_tokens,
         metavar="N",
         help="output tokens per scoring request (Deshpande et al. 2023: 20; the reference code's GPT call used 5; "
         "reasoning models use --reasoning-tokens instead)",
     )
     g.add_argument(
         "--shot-sampler",
-        default="seeded",
+        default=RunConfig.shot_sampler,
         choices=SHOT_SAMPLERS,
         help="seeded: shots drawn per query from (seed, query id), independent of order and --limit; reference: "
         "the published script's one random stream",
@@ -169,13 +195,13 @@ def add_decoding_args(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--scoring",
-        default="parsed",
+        default=RunConfig.scoring,
         choices=SCORINGS,
         help="parsed: the first number of the reply (the paper); expected: probability-weighted score",
     )
     g.add_argument(
         "--parse",
-        default="first-number",
+        default=RunConfig.parse,
         choices=PARSE_MODES,
         help="first-number: the paper's rule only; strict: also report *_strict metrics, where a score must "
         "stand alone or follow an answer cue (the paper's numbers are unchanged)",
@@ -186,13 +212,18 @@ def add_api_args(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--base-url",
         action="append",
-        default=[],
+        default=list(ApiOptions.base_urls),
         help="OpenAI-compatible server URL, e.g. http://127.0.0.1:8000/v1; repeatable, spreads the load "
         "(default: the provider's)",
     )
-    g.add_argument("--concurrency", type=int, default=16, help="API requests in flight")
-    g.add_argument("--timeout", type=float, default=120.0, help="seconds per attempt before it is retried")
-    g.add_argument("--max-retries", type=int, default=8, help="retries per request on 408/409/429/5xx/529/timeouts")
+    g.add_argument("--concurrency", type=int, default=ApiOptions.concurrency, help="API requests in flight")
+    g.add_argument("--timeout", type=float, default=ApiOptions.timeout, help="seconds per attempt before it is retried")
+    g.add_argument(
+        "--max-retries",
+        type=int,
+        default=ApiOptions.max_retries,
+        help="retries per request on 408/409/429/5xx/529/timeouts",
+    )
     g.add_argument("--cache", type=Path, help="response cache file (default: RESULTS_DIR/cache.sqlite)")
     g.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     g.add_argument("--refresh", action="store_true", help="ignore cached answers; send again and store the new ones")
@@ -202,14 +233,14 @@ def add_api_args(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--prices", type=Path, help="JSON price table (default: harness/data/prices.json)")
     g.add_argument(
         "--reasoning",
-        choices=["auto", "yes", "no"],
-        default="auto",
+        choices=list(REASONING),
+        default=next(word for word, v in REASONING.items() if v is ApiOptions.reasoning),
         help="treat the model as a reasoning model (no temperature; max_completion_tokens). auto: by name",
     )
     g.add_argument(
         "--reasoning-tokens",
         type=int,
-        default=2048,
+        default=ApiOptions.reasoning_tokens,
         help="max_completion_tokens for reasoning models: hidden reasoning plus the answer",
     )
     g.add_argument("--reasoning-effort", help="reasoning_effort for reasoning models, e.g. low (default: not sent)")
@@ -221,76 +252,23 @@ def add_api_args(g: argparse._ArgumentGroup) -> None:
     add_batch_args(g)  # --batch, --batch-wait, --batch-poll, --batch-max-requests (harness/calling/batch/options.py)
 
 
-DTYPES = ("auto", "float32", "float16", "bfloat16")
-
-
 def add_local_args(g: argparse._ArgumentGroup) -> None:
-    g.add_argument("--dtype", default="auto", choices=DTYPES, help="weights and activations (auto: the checkpoint's)")
-    g.add_argument("--tensor-parallel", type=int, default=1, metavar="N", help="vllm: split the model over N GPUs")
     g.add_argument(
-        "--gpu-memory-utilization", type=float, default=0.9, metavar="F", help="vllm: share of GPU memory, in (0, 1]"
+        "--dtype", default=LocalOptions.dtype, choices=DTYPES, help="weights and activations (auto: the checkpoint's)"
+    )
+    g.add_argument(
+        "--tensor-parallel",
+        type=int,
+        default=LocalOptions.tensor_parallel,
+        metavar="N",
+        help="vllm: split the model over N GPUs",
+    )
+    g.add_argument(
+        "--gpu-memory-utilization",
+        type=float,
+        default=LocalOptions.gpu_memory_utilization,
+        metavar="F",
+        help="vllm: share of GPU memory, in (0, 1]",
     )
     g.add_argument("--max-model-len", type=int, metavar="N", help="vllm: context length (default: the model's)")
     g.add_argument("--batch-size", type=int, metavar="N", help="hf: prompts per batch (default: chosen to fit memory)")
-
-
-def config_from_args(a: argparse.Namespace) -> RunConfig:
-    """The parsed options as a RunConfig (validate.validate checks the values)."""
-    api = ApiOptions(
-        batch=batch_options(a),
-        base_urls=tuple(a.base_url),
-        concurrency=a.concurrency,
-        timeout=a.timeout,
-        max_retries=a.max_retries,
-        cache=a.cache,
-        no_cache=a.no_cache,
-        refresh=a.refresh,
-        max_cost=a.max_cost,
-        prices=a.prices,
-        reasoning={"auto": None, "yes": True, "no": False}[a.reasoning],
-        reasoning_tokens=a.reasoning_tokens,
-        reasoning_effort=a.reasoning_effort,
-        anthropic_greedy=a.anthropic_greedy,
-    )
-    local = LocalOptions(
-        chat=bool(a.chat),  # the local backends' default is raw text, as the paper sent it
-        dtype=a.dtype,
-        tensor_parallel=a.tensor_parallel,
-        gpu_memory_utilization=a.gpu_memory_utilization,
-        max_model_len=a.max_model_len,
-        batch_size=a.batch_size,
-    )
-    return RunConfig(
-        model=a.model,
-        backend=a.backend,
-        dataset=a.dataset,
-        split=a.split,
-        shots=a.shots,
-        instr=a.instr,
-        template=a.template,
-        seed=a.seed,
-        limit=a.limit,
-        labels=a.labels,
-        subset=a.subset,
-        subset_seed=a.subset_seed,
-        variant=a.variant,
-        answer_model=a.answer_model,
-        answer_backend=a.answer_backend,
-        answers=a.answers,
-        data_dir=a.data_dir,
-        archive=a.archive,
-        password_file=a.password_file,
-        results_dir=a.results_dir,
-        run_id=a.run_id,
-        dry_run=a.dry_run,
-        progress=not a.no_progress,
-        api=api,
-        local=local,
-        chat=a.chat,
-        stop=tuple(a.stop),
-        max_tokens=a.max_tokens,
-        shot_sampler=a.shot_sampler,
-        shot_seed=a.shot_seed,
-        scoring=a.scoring,
-        parse=a.parse,
-    )

@@ -44,7 +44,7 @@ class LocalOptions:
     """How local GPU backends (vllm, hf) load and run a model."""
 
     chat: bool = False  # apply the model's chat template (off: raw text, as the paper sent)
-    dtype: str = "auto"  # auto | float32 | float16 | bfloat16
+    dtype: str = "auto"  # one of DTYPES
     tensor_parallel: int = 1  # vllm: GPUs one model is split over
     gpu_memory_utilization: float = 0.9  # vllm: share of each GPU the engine may take
     max_model_len: int | None = None  # vllm: context length (None: the model's own)
@@ -56,6 +56,7 @@ VARIANTS = ("sentences", "qa", "qa-embed")
 PARSE_MODES = ("first-number", "strict")
 SHOT_SAMPLERS = ("seeded", "reference")
 SCORINGS = ("parsed", "expected")
+DTYPES = ("auto", "float32", "float16", "bfloat16")  # weights and activations (auto: the checkpoint's)
 
 
 @dataclass(frozen=True)

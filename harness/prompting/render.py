@@ -16,6 +16,16 @@ from harness.types import Example, HarnessError
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 INSTRUCTIONS = ("none", "short", "long")
+# Templates that are a paper's layout for an instruction level: T5 layout (Deshpande et al. 2023, the
+# reference code's T5 variant) and Tu et al. 2024's Figure 8/9 prompts, which carry the short instruction.
+TEMPLATE_INSTR = {
+    "t5-none": "none",
+    "t5-short": "short",
+    "t5-long": "long",
+    "tu-base": "short",
+    "qa": "short",
+    "qa-answer": "short",  # qa-embed runs record the answer template
+}
 
 
 def template_name(dataset: str, instr: str, template: str | None = None) -> str:

@@ -6,6 +6,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.datasets.labels import SUBSET_SPLITS
 from harness.types import HarnessError
 
 # Vendored as package data (beside the bundled STS-B), so `report` finds it from any working directory and
@@ -28,18 +29,6 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "Tk-Instruct-3B": ("allenai/tk-instruct-3b-def",),
     "Tk-Instruct-11B": ("allenai/tk-instruct-11b-def",),
 }
-# Templates that are a paper's layout for an instruction level: T5 layout (Deshpande et al. 2023, the
-# reference code's T5 variant) and Tu et al. 2024's Figure 8/9 prompts, which carry the short instruction.
-TEMPLATE_INSTR = {
-    "t5-none": "none",
-    "t5-short": "short",
-    "t5-long": "long",
-    "tu-base": "short",
-    "qa": "short",
-    "qa-answer": "short",  # qa-embed runs record the answer template
-}
-# Subsets of a split, named as in paper_results.csv (Tu et al. 2024 evaluate on 30% of the re-annotated set).
-SUBSET_SPLITS = {"reannotated-test": "reannotated-test-30pct", "reannotated-train": "reannotated-train-70pct"}
 _BY_MODEL_ID = {model_id.lower(): name for name, ids in ALIASES.items() for model_id in ids}
 # Items in each published setting's split (dataset, split as in paper_results.csv, labels): a run is compared
 # with a published number only when it answered all of them. C-STS validation has 2,834 rows (test 4,732), 214 marked
@@ -51,7 +40,7 @@ SPLIT_SIZES = {
     ("stsb", "validation", "original"): 1500,
     **{
         ("csts", split, labels): n
-        for split, n in (("reannotated-test-30pct", 786), ("reannotated-train-70pct", 1834))
+        for split, n in ((SUBSET_SPLITS["reannotated-test"], 786), (SUBSET_SPLITS["reannotated-train"], 1834))
         for labels in ("original", "reannotated")
     },
 }

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
-import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +16,7 @@ from harness.reporting.published import Published, load_published, match, not_co
 from harness.reporting.rowkeys import label_rows, text
 from harness.reporting.tables import LAYOUT_METRICS
 from harness.results.read import REASONS, Run, expand, load_run
+from harness.results.stage import staged
 from harness.scoring.metrics import compute_metrics, pearson, spearman
 from harness.scoring.parsing import fallback_score
 from harness.scoring.stats import bootstrap_ci, fallback_spread
@@ -204,28 +202,9 @@ def write_report(run_paths: Sequence[Path], out_dir: Path, published: list[Publi
 
     runs = load_runs(expand(run_paths))
     table = build_table(runs, published)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    with staged(out_dir) as staging:  # an old report folder there is replaced only once the new one is whole
         plots = plot_spearman_vs_k(table, staging / "spearman_vs_k.png")
         plots += plot_invalid(table, staging / "invalid_rate.png")
         render_report(table, staging, plots)
         write_html(table, runs, plots, staging / "index.html")
-        os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes 0700; a report is as readable as the user's files
-        if out_dir.exists():
-            old = out_dir.with_name(f".{out_dir.name}.old")
-            os.rename(out_dir, old)
-            os.rename(staging, out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out_dir
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

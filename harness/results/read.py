@@ -1,4 +1,5 @@
-"""Run folders read back for reports: config, samples (with their reason codes), stored metrics, identity."""
+"""Run folders read back: config, samples (with their reason codes), stored metrics, identity; sweep folders
+expanded into their runs; the finished run of each setting (what a sweep reuses)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.reporting.published import SUBSET_SPLITS, TEMPLATE_INSTR
+from harness.datasets.labels import SUBSET_SPLITS
+from harness.prompting.render import TEMPLATE_INSTR
 from harness.results.write import read_samples
 from harness.scoring.parsing import REASONS, in_range
 from harness.types import HarnessError, Scored
 
-__all__ = ["IDENTITY", "OLD_DEFAULTS", "REASONS", "Run", "expand", "load_run", "reason_of", "setting"]
+__all__ = [
+    "IDENTITY",
+    "OLD_DEFAULTS",
+    "REASONS",
+    "Run",
+    "expand",
+    "finished_runs",
+    "load_run",
+    "reason_of",
+    "setting",
+    "sweep_run_dirs",
+]
 _SCORED_FIELDS = {f.name for f in dataclasses.fields(Scored)}
 # Per-sample fields newer runners write beside Scored's (finish_reason, usage, served_model, refusal, reason).
 EXTRA_FIELDS = ("reason", "finish_reason", "usage", "served_model", "refusal")
@@ -149,8 +162,6 @@ def load_run(run_dir: Path) -> Run:
 
 def expand(paths: Sequence[Path]) -> list[Path]:
     """Run folders from run folders, sweep folders and folders of them (e.g. results/), in order, each once."""
-    from harness.sweep import sweep_run_dirs
-
     out: list[Path] = []
     for p in paths:
         if (p / "sweep.json").is_file():
@@ -179,3 +190,32 @@ def _runs_in(folder: Path) -> list[Path]:
         and (d / "config.json").is_file()
         and (d / "samples.jsonl").is_file()
     )
+
+
+def sweep_run_dirs(sweep_dir: Path) -> list[Path]:
+    """The run folders a sweep.json lists, resolved beside the sweep folder."""
+    try:
+        record = json.loads((sweep_dir / "sweep.json").read_text(encoding="utf-8"))
+        return [sweep_dir.parent / c["run_dir"] for c in record["cells"]]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise HarnessError(f"{sweep_dir}/sweep.json is unreadable: {e}") from None
+
+
+def finished_runs(results_dir: Path) -> dict[str, Path]:
+    """config_hash -> the newest run folder under results_dir that finished: metrics written, no failed requests."""
+    found: dict[str, Path] = {}
+    if not results_dir.is_dir():
+        return found
+    for config_path in sorted(results_dir.glob("*/config.json")):  # run ids end in a timestamp: newest last
+        run_dir = config_path.parent
+        if run_dir.name.startswith("."):
+            continue  # a folder still being staged
+        try:
+            config = json.loads(config_path.read_text(encoding="utf-8"))
+            metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # not a finished run folder
+        if metrics.get("dry_run") or metrics.get("errors", 0) or "config_hash" not in config:
+            continue  # a dry run answered nothing; failed requests deserve a retry
+        found[config["config_hash"]] = run_dir
+    return found

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.results.claims import Claim, claim
+from harness.results.stage import staged, umask
 from harness.types import Scored
 
 __all__ = ["Claim", "claim", "make_run_id", "read_samples", "sample_record", "write_atomic", "write_run"]
@@ -34,19 +35,6 @@ def sample_record(s: Scored) -> dict[str, Any]:
     if s.expected is None and s.expected_mass is None:  # --scoring expected only: parsed runs keep their layout
         del record["expected"], record["expected_mass"]
     return record
-
-
-def umask() -> int:
-    """The process's file-creation mask (read without changing it where Linux allows)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -76,8 +64,7 @@ def write_run(
     """Stage the whole folder, then rename it onto the folder claimed at the start: a killed run leaves no
     half-written results. Without `claimed`, the folder is claimed now (and must be free)."""
     claimed = claimed or claim(results_dir, run_id, explicit=True)
-    try:
-        staging = claimed.staging()
+    with staged(claimed) as staging:
         (staging / "config.json").write_text(_json(config), encoding="utf-8")
         with open(staging / "samples.jsonl", "w", encoding="utf-8") as f:
             for s in samples:
@@ -88,10 +75,7 @@ def write_run(
             (staging / "test_predictions.json").write_text(json.dumps(test_predictions) + "\n", encoding="utf-8")
         for name, text in (extra_files or {}).items():  # e.g. answers.jsonl of the qa variants
             (staging / name).write_text(text, encoding="utf-8")
-        return claimed.publish(staging)
-    except BaseException:
-        claimed.abandon()
-        raise
+    return claimed.final
 
 
 def read_samples(run_dir: Path) -> list[dict[str, Any]]:

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from harness.calling.batch.listing import batches_parser
 from harness.cli import main as cli
+from harness.cli.batches import batches_parser
 from harness.cli.options import COMMAND_HELP, HelpFormatter, run_parser
 from tests.conftest import ROOT
 
@@ -79,14 +79,14 @@ def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
 def test_chat_is_three_way_and_local_backends_keep_reading_it(
     flag: list[str], chat: bool | None, local_chat: bool
 ) -> None:
-    from harness.cli.options import config_from_args
+    from harness.cli.configs import config_from_args
 
     config = config_from_args(run_parser().parse_args(["--model", "x", *flag]))
     assert config.chat is chat and config.local.chat is local_chat
 
 
 def test_decoding_flags_reach_the_run_config() -> None:
-    from harness.cli.options import config_from_args
+    from harness.cli.configs import config_from_args
 
     argv = ["--model", "x", "--stop", "\n", "--stop", "###", "--max-tokens", "5", "--parse", "strict"]
     config = config_from_args(run_parser().parse_args([*argv, "--shot-sampler", "reference", "--scoring", "expected"]))

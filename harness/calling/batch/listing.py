@@ -7,19 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.calling.batch.store import BatchRow, BatchStore
-from harness.cli.options import Parser
 from harness.types import HarnessError
-
-
-def batches_parser() -> Parser:
-    p = Parser(
-        prog="run_eval.py batches",
-        description="List the batches submitted with --batch: pending, finished, expired, with their counts. "
-        "Status is as last polled; rerun the evaluation command to poll and collect.",
-    )
-    p.add_argument("--results-dir", type=Path, default=Path("results"), help="the folder whose cache.sqlite is read")
-    p.add_argument("--cache", type=Path, help="the response cache file (default: RESULTS_DIR/cache.sqlite)")
-    return p
 
 
 def state(row: BatchRow, store: BatchStore) -> str:

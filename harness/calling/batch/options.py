@@ -1,9 +1,8 @@
-"""The --batch options and the `run_eval.py batches` command, kept here so the CLI needs one line for each."""
+"""The --batch options, kept here so the CLI needs one line for them (`batches` command: harness/cli/batches.py)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 
 from harness.config.settings import BatchOptions
 from harness.types import HarnessError
@@ -21,7 +20,13 @@ def add_batch_args(g: argparse._ArgumentGroup) -> None:
         metavar="S",
         help="--batch: seconds to wait for results (default: until they end); 0: submit and exit with status 4",
     )
-    g.add_argument("--batch-poll", type=float, default=60.0, metavar="S", help="--batch: seconds between status checks")
+    g.add_argument(
+        "--batch-poll",
+        type=float,
+        default=BatchOptions.poll,
+        metavar="S",
+        help="--batch: seconds between status checks",
+    )
     g.add_argument(
         "--batch-max-requests", type=int, metavar="N", help="--batch: requests per batch (default: provider's limit)"
     )
@@ -42,12 +47,3 @@ def batch_options(a: argparse.Namespace) -> BatchOptions | None:
     if a.batch_max_requests is not None and a.batch_max_requests < 1:
         raise HarnessError(f"--batch-max-requests must be at least 1, got {a.batch_max_requests}")
     return BatchOptions(a.batch_wait, a.batch_poll, a.batch_max_requests)  # started: now
-
-
-def cmd_batches(argv: Sequence[str]) -> int:
-    """`run_eval.py batches`: list the recorded batches (reads the cache file; calls no API)."""
-    from harness.calling.batch.listing import batches_parser, list_batches
-
-    a = batches_parser().parse_args(argv)
-    print(list_batches(a.cache or a.results_dir / "cache.sqlite"), end="")
-    return 0

@@ -9,7 +9,7 @@ import pytest
 
 from harness.cli.main import main
 from harness.datasets.labels import load_reannotated
-from harness.datasets.report import agreement, label_distribution, length_stats
+from harness.reporting.datasets import agreement, label_distribution, length_stats
 from harness.types import Example
 
 

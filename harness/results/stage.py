@@ -1,0 +1,71 @@
+"""Folders written whole or not at all: staged in a hidden folder beside the target, then renamed into place.
+
+The one staging helper of the harness: run folders (results/write.py), sweep folders (sweep.py) and report
+folders (reporting/report.py) are all written through `staged`, so a crash mid-write leaves no half folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from harness.results.claims import Claim
+
+__all__ = ["staged", "umask"]
+
+
+def umask() -> int:
+    """The process's file-creation mask (read without changing it where Linux allows)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def staged(target: Claim | Path) -> Iterator[Path]:
+    """Yield an empty hidden folder; when the block ends, rename it onto `target`; if the block raises (or is
+    interrupted), remove it and leave `target` as it was.
+
+    A Claim (a run or sweep folder claimed before the first request): the folder is renamed onto the claimed,
+    still empty, folder and the claim released; on failure the claim is abandoned (no trace left). A Path (a
+    report folder): a folder already there is replaced by the new one.
+    """
+    if isinstance(target, Claim):
+        try:
+            staging = target.staging()
+            yield staging
+            target.publish(staging)
+        except BaseException:
+            target.abandon()
+            raise
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        yield staging
+        os.chmod(staging, 0o777 & ~umask())  # mkdtemp makes 0700; results are as readable as the user's files
+        _replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _replace(staging: Path, target: Path) -> None:
+    """Rename staging onto target; an old folder there is moved aside first and removed after."""
+    if not target.exists():
+        os.rename(staging, target)
+        return
+    old = target.with_name(f".{target.name}.old")
+    os.rename(target, old)
+    os.rename(staging, target)
+    shutil.rmtree(old, ignore_errors=True)

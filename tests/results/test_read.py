@@ -1,0 +1,87 @@
+"""results/read.py: run folders read back (old layouts included), sweep folders expanded, finished runs found."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.results.read import expand, finished_runs, load_run, reason_of, setting, sweep_run_dirs
+from harness.results.write import write_run
+from harness.types import HarnessError, Scored
+
+CONFIG = {"dataset": "csts", "split": "validation", "model": "m", "shots": 2, "label_range": [1, 5],
+          "template": "templates/csts/t5-long.j2", "config_hash": "h1"}  # fmt: skip
+
+
+def scored(i: int, **kw: object) -> Scored:
+    fields: dict = dict(id=str(i), prompt="p", shot_ids=(), output="3", parsed=3.0, valid=True, prediction=3.0,
+                        label=2.0)  # fmt: skip
+    return Scored(**(fields | kw))
+
+
+def run_folder(results: Path, name: str, config: dict | None = None, metrics: dict | None = None) -> Path:
+    samples = [scored(0, reason="number"), scored(1, output="x", parsed=None, valid=False, prediction=4.2)]
+    return write_run(results, name, config or CONFIG, samples, {"n": 2} if metrics is None else metrics)
+
+
+def test_a_run_reads_back_with_its_paper_coordinates(tmp_path: Path) -> None:
+    config = CONFIG | {"subset": "reannotated-test", "variant": "qa"}
+    run = load_run(run_folder(tmp_path, "r1", config))
+    assert run.samples[1].prediction == 4.2 and run.label_range == (1.0, 5.0)
+    assert (run.template, run.instr) == ("t5-long", "long")  # the T5 layout of the long instruction
+    assert run.split == "reannotated-test-30pct"  # as paper_results.csv names it
+    assert (run.variant, run.labels, run.dry_run) == ("qa-answers", "original", False)
+    assert run.stored_metrics == {"n": 2}
+
+
+def test_samples_written_before_reason_codes_get_them_derived(tmp_path: Path) -> None:
+    run_dir = run_folder(tmp_path, "old")
+    lines = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    lines.append(lines[0] | {"id": "2", "parsed": 9.0})  # out of the label range
+    lines.append(lines[0] | {"id": "3", "error": "timeout", "prediction": None})
+    (run_dir / "samples.jsonl").write_text("".join(json.dumps({k: v for k, v in x.items() if k != "reason"}) + "\n"
+                                                   for x in lines))  # fmt: skip
+    assert [e["reason"] for e in load_run(run_dir).extras] == ["number", "no-number", "out-of-range", "error"]
+    assert reason_of({"reason": "refusal"}, (1, 5)) == "refusal"
+    assert reason_of({"prediction": None}, (1, 5)) is None  # a dry run asked nothing
+
+
+def test_settings_an_old_config_lacks_take_the_old_defaults() -> None:
+    assert setting({}, "parse") == "first-number" and setting({}, "max_tokens") == 20
+    assert setting({"backend": "openai"}, "chat") is True  # API backends always sent one chat message
+    assert setting({"settings": {"stop": []}}, "stop") is None
+    assert setting({"backend_params": {"sent": {"max_completion_tokens": 99}}}, "max_tokens") == 99
+
+
+def test_a_broken_folder_is_one_line(tmp_path: Path) -> None:
+    run_dir = run_folder(tmp_path, "r1")
+    (run_dir / "config.json").write_text("{not json")
+    with pytest.raises(HarnessError, match="is not a readable run folder"):
+        load_run(run_dir)
+
+
+def test_expand_takes_runs_sweeps_and_folders_of_runs_each_once(tmp_path: Path) -> None:
+    a, b = run_folder(tmp_path, "a"), run_folder(tmp_path, "b")
+    (tmp_path / ".c.staging-1-ab").mkdir()  # a folder still being staged is no run
+    sweep = tmp_path / "sweep-1"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text(json.dumps({"cells": [{"run_dir": "b"}, {"run_dir": "a"}]}))
+    assert sweep_run_dirs(sweep) == [b, a]
+    assert expand([sweep, a, tmp_path]) == [b, a]
+    with pytest.raises(HarnessError, match="neither a run folder"):
+        expand([tmp_path / "missing"])
+    (sweep / "sweep.json").write_text("{}")
+    with pytest.raises(HarnessError, match="sweep.json is unreadable"):
+        expand([sweep])
+
+
+def test_finished_runs_are_the_newest_complete_answered_ones(tmp_path: Path) -> None:
+    run_folder(tmp_path, "r-20260101")
+    newest = run_folder(tmp_path, "r-20260102")
+    run_folder(tmp_path, "r-20260103", metrics={"n": 2, "errors": 1})  # failed requests: to be retried
+    run_folder(tmp_path, "r-20260104", metrics={"dry_run": True})  # answered nothing
+    run_folder(tmp_path, "other", CONFIG | {"config_hash": "h2"}, metrics=None).joinpath("metrics.json").unlink()
+    assert finished_runs(tmp_path) == {"h1": newest}
+    assert finished_runs(tmp_path / "nowhere") == {}

@@ -1,0 +1,90 @@
+"""results/stage.py: a folder appears whole or not at all, whether the writer raises or is killed mid-write."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.results.claims import claim, clean_stale
+from harness.results.stage import staged, umask
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _entries(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_a_claimed_folder_is_filled_by_one_rename(tmp_path: Path) -> None:
+    claimed = claim(tmp_path, "run", explicit=True)
+    with staged(claimed) as staging:
+        (staging / "a.txt").write_text("a")
+        assert _entries(claimed.final) == []  # nothing visible until the block ends
+    assert _entries(claimed.final) == ["a.txt"]
+    assert _entries(tmp_path) == ["run"]  # no staging folder, no lock file left
+
+
+def test_an_error_mid_write_leaves_no_claimed_folder_and_frees_the_name(tmp_path: Path) -> None:
+    claimed = claim(tmp_path, "run", explicit=True)
+    with pytest.raises(RuntimeError, match="disk on fire"), staged(claimed) as staging:
+        (staging / "half.txt").write_text("half")
+        raise RuntimeError("disk on fire")
+    assert _entries(tmp_path) == []
+    claim(tmp_path, "run", explicit=True).abandon()  # the name is free again
+
+
+def test_a_report_folder_replaces_the_old_one_only_when_whole(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    with staged(out) as staging:
+        (staging / "v1.txt").write_text("1")
+    assert _entries(out) == ["v1.txt"]
+    with pytest.raises(KeyboardInterrupt), staged(out) as staging:
+        (staging / "v2.txt").write_text("2")
+        raise KeyboardInterrupt
+    assert _entries(out) == ["v1.txt"] and _entries(tmp_path) == ["report"]  # old kept, nothing hidden left
+    with staged(out) as staging:
+        (staging / "v2.txt").write_text("2")
+    assert _entries(out) == ["v2.txt"] and _entries(tmp_path) == ["report"]
+
+
+def test_a_staged_folder_has_the_users_mode(tmp_path: Path) -> None:
+    with staged(tmp_path / "report") as staging:
+        assert stat.S_IMODE(staging.stat().st_mode) == 0o700  # private while it is written
+    assert stat.S_IMODE((tmp_path / "report").stat().st_mode) == 0o777 & ~umask()
+
+
+KILLED_MID_WRITE = """
+import os, signal, sys
+from pathlib import Path
+from harness.results.claims import claim
+from harness.results.stage import staged
+
+where = Path(sys.argv[2])
+target = claim(where, "run", explicit=True) if sys.argv[1] == "claim" else where / "report"
+with staged(target) as staging:
+    (staging / "half.txt").write_text("half")
+    os.kill(os.getpid(), signal.SIGKILL)  # no cleanup code runs: as a power cut or the OOM killer
+"""
+
+
+@pytest.mark.parametrize("kind", ["claim", "path"])
+def test_a_writer_killed_mid_write_leaves_no_half_folder(tmp_path: Path, kind: str) -> None:
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(KILLED_MID_WRITE), kind, str(tmp_path)], env=env, timeout=60
+    )
+    assert proc.returncode == -signal.SIGKILL
+    visible = [name for name in _entries(tmp_path) if not name.startswith(".")]
+    if kind == "path":
+        assert visible == []  # the half-written report only ever lived in a hidden folder
+    else:
+        assert visible == ["run"] and _entries(tmp_path / "run") == []  # the empty claim of a dead run
+        clean_stale(tmp_path)  # what the next run in this folder does first
+        assert _entries(tmp_path) == []

@@ -1,0 +1,81 @@
+"""results/write.py: a run folder's files, written whole; samples.jsonl read back as written."""
+
+from __future__ import annotations
+
+import json
+import stat
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from harness.results.stage import umask
+from harness.results.write import make_run_id, read_samples, sample_record, write_atomic, write_run
+from harness.types import HarnessError, Scored
+
+CONFIG = {"dataset": "stsb", "split": "validation", "model": "m", "shots": 0, "label_range": [0.0, 5.0]}
+
+
+def scored(i: int, **kw: object) -> Scored:
+    fields: dict = dict(id=str(i), prompt=f"p{i}", shot_ids=("7", "9"), output="3", parsed=3.0, valid=True,
+                        prediction=3.0, label=float(i % 6))  # fmt: skip
+    return Scored(**(fields | kw))
+
+
+def test_run_id_is_readable_sortable_and_a_plain_folder_name() -> None:
+    when = datetime(2026, 11, 22, 13, 45, 1, tzinfo=UTC)
+    expected = "csts-validation-gpt-4-k4-long-20261122-134501"
+    assert make_run_id("csts", "validation", "gpt-4", 4, "long", when) == expected
+    assert (
+        make_run_id("stsb", "validation", "org/m:v1", 0, "none", when)
+        == "stsb-validation-org_m_v1-k0-none-20261122-134501"
+    )
+
+
+def test_a_run_folder_holds_every_file_and_samples_read_back_as_written(tmp_path: Path) -> None:
+    samples = [scored(0), scored(1, output=None, parsed=None, valid=False, prediction=None, error="timeout")]
+    run_dir = write_run(tmp_path, "r1", CONFIG, samples, {"n": 2}, {"0": 3.0}, {"answers.jsonl": "{}\n"})
+    assert run_dir == tmp_path / "r1"
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "answers.jsonl", "config.json", "metrics.json", "samples.jsonl", "test_predictions.json"
+    ]  # fmt: skip
+    assert json.loads((run_dir / "config.json").read_text()) == CONFIG
+    assert json.loads((run_dir / "metrics.json").read_text()) == {"n": 2}
+    assert read_samples(run_dir) == [sample_record(s) for s in samples]
+    assert read_samples(run_dir)[0]["shot_ids"] == ["7", "9"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r1"]  # nothing hidden left behind
+
+
+def test_expected_fields_are_written_only_by_expected_scoring(tmp_path: Path) -> None:
+    assert "expected" not in sample_record(scored(0))
+    assert sample_record(scored(0, expected=2.5, expected_mass=0.9))["expected"] == 2.5
+
+
+def test_samples_failing_mid_write_leave_no_folder(tmp_path: Path) -> None:
+    def samples() -> Iterator[Scored]:
+        yield scored(0)
+        raise RuntimeError("scoring broke after one sample")
+
+    with pytest.raises(RuntimeError, match="after one sample"):
+        write_run(tmp_path, "r1", CONFIG, samples(), {"n": 1})
+    assert list(tmp_path.iterdir()) == []
+    write_run(tmp_path, "r1", CONFIG, [scored(0)], {"n": 1})  # the name was released
+    assert len(read_samples(tmp_path / "r1")) == 1
+
+
+def test_an_explicit_run_id_is_never_overwritten(tmp_path: Path) -> None:
+    write_run(tmp_path, "same", CONFIG, [scored(0)], None)
+    with pytest.raises(HarnessError, match="already exists"):
+        write_run(tmp_path, "same", CONFIG, [scored(1)], None)
+    assert read_samples(tmp_path / "same")[0]["id"] == "0"
+    assert not (tmp_path / "same" / "metrics.json").exists()  # metrics None: a dry run writes none
+
+
+def test_write_atomic_replaces_whole_files_with_the_users_mode(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "report.json"
+    write_atomic(path, "one\n")
+    write_atomic(path, "two\n")
+    assert path.read_text() == "two\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask()
+    assert [p.name for p in path.parent.iterdir()] == ["report.json"]
