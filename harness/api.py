@@ -70,16 +70,16 @@ def evaluate_sweep(
 
     Lists are accepted for dataset, model, instr and shots (the command line's comma lists); other keywords set
     one value for every cell. Finished cells in `config.results_dir` are reused, as on the command line."""
-    from harness.sweep import GRID_OPTIONS, run_sweep
+    from harness.sweep import GRID_FIELDS, run_sweep
 
-    axes = set(GRID_OPTIONS.values())
-    lists = {k: [str(v) for v in values] for k, values in grid.items() if k in axes and not isinstance(values, str)}
+    lists = {k: list(v) for k, v in grid.items() if k in GRID_FIELDS and not isinstance(v, str | int)}
     base = _config(config, {k: v for k, v in grid.items() if k not in lists})
-    lists = {k: v for k, v in lists.items() if v != [str(getattr(base, k))]}
     for k, values in lists.items():
         if not values:
             raise HarnessError(f"{k}=[] gives a grid with no cells")
-        first: dict[str, Any] = {k: int(values[0]) if k == "shots" else values[0]}
+        if k == "shots" and not all(isinstance(v, int) for v in values):
+            raise HarnessError(f"shots={values!r}: every value must be an int")
+        first: dict[str, Any] = {k: values[0]}
         base = dataclasses.replace(base, **first)
     result = _outside_event_loop(lambda: run_sweep(base, lists, log))
     runs = []

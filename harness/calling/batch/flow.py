@@ -16,21 +16,21 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from harness.calling.backends.base import RemoteBackend
 from harness.calling.batch.base import Provider
+from harness.calling.batch.collect import wait
+from harness.calling.batch.state import Context, Gathered, Group, Log
 from harness.calling.batch.store import BatchStore
+from harness.calling.batch.submit import recover, submit
 from harness.calling.cache import ResponseCache, request_key
 from harness.calling.options import RetryPolicy
 from harness.calling.pricing import Price
 from harness.config.settings import BatchOptions
 from harness.prompting.tokens import CHAT_OVERHEAD_TOKENS, counter
-from harness.types import Completion, HarnessError, Request
-
-Log = Callable[[str], None]
+from harness.types import HarnessError, Request
 
 
 def provider_for(backend: RemoteBackend) -> Provider | None:
@@ -57,42 +57,6 @@ class Job:
     price: Price | None = None
 
 
-@dataclass
-class Gathered:
-    """What one invocation got back, by cache key."""
-
-    keys: dict[int, dict[str, str]] = field(default_factory=dict)  # job index -> request id -> key
-    cached: set[str] = field(default_factory=set)  # answered by the cache before anything was sent
-    answers: dict[str, Completion] = field(default_factory=dict)  # collected now (billed now)
-    errors: dict[str, str] = field(default_factory=dict)  # failed in a batch during this invocation
-    submitted: int = 0  # requests this invocation submitted
-    batch_ids: list[str] = field(default_factory=list)  # the provider ids of every batch waited on
-
-
-@dataclass
-class Group:
-    """Jobs that share a backend identity, and so their cache keys: submitted together."""
-
-    backend: RemoteBackend
-    provider: Provider
-    price: Price | None
-    bodies: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> body, for keys still to be sent
-    prompts: dict[str, Request] = field(default_factory=dict)  # key -> request (cost estimate)
-
-
-@dataclass
-class Context:
-    """What the steps of one invocation share."""
-
-    options: BatchOptions
-    retry: RetryPolicy
-    cache: ResponseCache
-    store: BatchStore
-    log: Log
-    verbose: bool  # print every poll, not only submissions and collections
-    out: Gathered = field(default_factory=Gathered)
-
-
 class Session:
     """One invocation's batch work over a cache file."""
 
@@ -116,8 +80,6 @@ class Session:
 
     async def gather(self, jobs: Sequence[Job]) -> Gathered:
         """Answer every job's requests from the cache or through batches; BatchesPending if some still run."""
-        from harness.calling.batch.collect import wait
-        from harness.calling.batch.submit import recover, submit
 
         groups = self.groups(jobs)
         waiting: dict[str, Group] = {}  # local id -> its group

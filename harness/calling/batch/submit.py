@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.calling.backends.base import PermanentError, RetryableError
 from harness.calling.batch.base import Item, Provider, Remote, client_for, with_retries
-from harness.calling.batch.flow import Context, Group
+from harness.calling.batch.state import Context, Group
 from harness.calling.batch.store import BatchRow
 from harness.types import HarnessError
 

@@ -1,0 +1,107 @@
+"""The package's import graph follows the pipeline: every module imports only from its own layer or lower ones.
+
+Layers, lowest first (README "Architecture"). An upward import is how cycles and tangles start: a reader of a
+lower module should never need a higher one to follow it. Imports under `if TYPE_CHECKING:` count too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import harness
+
+LAYERS = [
+    ("harness.types", "harness.inputs"),
+    ("harness.config.settings",),
+    ("harness.datasets",),
+    ("harness.prompting",),
+    ("harness.scoring",),
+    ("harness.calling",),
+    ("harness.variants",),
+    ("harness.results",),
+    ("harness.reporting",),
+    ("harness.config.validate", "harness.config"),
+    ("harness.runner",),
+    ("harness.sweep",),
+    ("harness.api",),
+    ("harness.cli", "harness"),
+]
+ROOT = Path(harness.__file__).parent
+
+
+def layer_of(module: str) -> int:
+    """The layer of the longest prefix that names the module (harness.config.settings before harness.config)."""
+    best, best_len = -1, -1
+    for i, prefixes in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best_len:
+                best, best_len = i, len(p)
+    assert best >= 0, f"{module} is in no layer: add it to LAYERS"
+    return best
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in ROOT.rglob("*.py"):
+        parts = ("harness", *path.relative_to(ROOT).with_suffix("").parts)
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def imports(module: str, path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.startswith("harness"):
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)  # `from harness.x import y` may be a module
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("harness"))
+    known = modules()
+    return {m for m in found if m in known and m != module}
+
+
+def test_every_module_imports_only_its_own_layer_or_lower() -> None:
+    upward = []
+    for module, path in sorted(modules().items()):
+        if module == "harness":  # the public API's lazy exports name the layers they come from
+            continue
+        for target in sorted(imports(module, path)):
+            if layer_of(target) > layer_of(module):
+                upward.append(f"{module} -> {target}")
+    assert upward == []
+
+
+def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
+    """The check is not vacuous: a scoring module importing the runner is caught."""
+    assert layer_of("harness.scoring.parsing") < layer_of("harness.runner")
+    assert layer_of("harness.config.settings") < layer_of("harness.datasets.load") < layer_of("harness.config.validate")
+    source = tmp_path / "x.py"
+    source.write_text("from harness.runner import run\n", encoding="utf-8")
+    assert imports("harness.scoring.x", source) == {"harness.runner"}
+
+
+def test_no_import_cycle() -> None:
+    graph = {m: imports(m, p) for m, p in modules().items()}
+    # A package's __init__ re-exporting its modules is not a cycle of meaning: drop package -> own child edges.
+    graph = {m: {t for t in ts if not t.startswith(m + ".")} for m, ts in graph.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(graph.get(m, ())):
+            if state.get(t) == 1:
+                cycles.append(" -> ".join([*stack[stack.index(t) :], t]))
+            elif t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+    assert cycles == []
