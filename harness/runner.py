@@ -22,12 +22,9 @@ from harness.results.provenance import git_commit, package_versions
 from harness.results.write import Claim, claim, make_run_id, write_run
 from harness.scoring.expected import expected_metrics
 from harness.scoring.metrics import compute_metrics
-from harness.scoring.score import score
 from harness.types import HarnessError, Scored
 from harness.variants import qa, qa_embed, sentences
 from harness.variants.base import Variant
-
-__all__ = ["Planned", "Prepared", "RunResult", "plan", "prepare", "run", "score", "variant_of"]
 
 
 @dataclass(frozen=True)

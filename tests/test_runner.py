@@ -6,7 +6,8 @@ import dataclasses
 from pathlib import Path
 
 from harness.config.settings import RunConfig
-from harness.runner import prepare, score
+from harness.runner import prepare
+from harness.scoring.score import score
 from harness.types import Completion
 
 

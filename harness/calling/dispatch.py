@@ -34,10 +34,8 @@ from harness.calling.backends.base import (
 from harness.calling.batch.run import answered_by_batch, batch_call, batchable
 from harness.calling.budget import Budget
 from harness.calling.cache import ResponseCache, request_key
-from harness.calling.options import DispatchOptions, DispatchStats, RetryPolicy, dispatch_options
+from harness.calling.options import DispatchOptions, DispatchStats
 from harness.types import Completion, HarnessError, Request
-
-__all__ = ["DispatchOptions", "DispatchStats", "Replies", "RetryPolicy", "call", "complete_all", "dispatch_options"]
 
 OnDone = Callable[[Completion], None]
 MALFORMED_TRIES = 3  # a reply we cannot read is retried, but a server that only sends those is given up on

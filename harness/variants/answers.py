@@ -13,8 +13,9 @@ from typing import Any
 
 from harness.calling.backends import backend_for, make_backend
 from harness.calling.backends.base import Backend
-from harness.calling.dispatch import DispatchStats, call, dispatch_options
+from harness.calling.dispatch import call
 from harness.calling.estimate import Step
+from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import price_of, usage
 from harness.config.settings import RunConfig
 from harness.inputs import read_bytes, read_text

@@ -10,8 +10,9 @@ from typing import Any
 
 from harness.calling.backends import make_backend
 from harness.calling.backends.base import Backend
-from harness.calling.dispatch import DispatchStats, call, dispatch_options
+from harness.calling.dispatch import call
 from harness.calling.estimate import Step, dry_run_estimate
+from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import Price, usage
 from harness.config.settings import RunConfig
 from harness.prompting.prepared import Prepared

@@ -12,8 +12,9 @@ import numpy as np
 
 from harness.calling.backends import make_embedding_backend
 from harness.calling.backends.base import Backend
-from harness.calling.dispatch import DispatchStats, call, dispatch_options
+from harness.calling.dispatch import call
 from harness.calling.estimate import dry_run_estimate
+from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import Price, usage
 from harness.config.settings import RunConfig
 from harness.datasets.load import pair_ids

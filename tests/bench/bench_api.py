@@ -24,7 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 from harness.calling.backends.openai import OpenAIBackend  # noqa: E402
 from harness.calling.cache import ResponseCache  # noqa: E402
-from harness.calling.dispatch import DispatchOptions, DispatchStats, complete_all  # noqa: E402
+from harness.calling.dispatch import complete_all  # noqa: E402
+from harness.calling.options import DispatchOptions, DispatchStats  # noqa: E402
 from harness.types import Request  # noqa: E402
 
 # About the size of a rendered C-STS prompt with a few shots (made-up text).

@@ -11,7 +11,8 @@ import pytest
 from harness.calling.backends.base import LocalBackend
 from harness.calling.backends.offline import OverlapScorer
 from harness.calling.backends.openai import OpenAIBackend
-from harness.calling.dispatch import DispatchOptions, DispatchStats, call, dispatch_options
+from harness.calling.dispatch import call
+from harness.calling.options import DispatchOptions, DispatchStats, dispatch_options
 from harness.config.settings import ApiOptions, RunConfig
 from harness.scoring.parsing import parse_score
 from harness.types import Completion, HarnessError, Request

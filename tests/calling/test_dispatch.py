@@ -15,7 +15,8 @@ from tenacity import AsyncRetrying, RetryCallState
 from harness.calling.backends.base import LocalBackend, RetryableError
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.cache import ResponseCache
-from harness.calling.dispatch import DispatchOptions, DispatchStats, RetryPolicy, complete_all
+from harness.calling.dispatch import complete_all
+from harness.calling.options import DispatchOptions, DispatchStats, RetryPolicy
 from harness.calling.pricing import Price
 from harness.types import Completion, HarnessError, Request
 from tests.fake_server import REFUSAL, FakeServer, always_ok, default_answer, fail_first
