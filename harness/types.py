@@ -50,6 +50,19 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class RateLimit:
+    """What a provider's rate-limit headers said with one reply (harness/calling/limits.py): per-minute limits,
+    what remains of them, and seconds until they are whole again; None where a header was absent."""
+
+    requests_limit: float | None = None
+    requests_remaining: float | None = None
+    requests_reset: float | None = None
+    tokens_limit: float | None = None
+    tokens_remaining: float | None = None
+    tokens_reset: float | None = None
+
+
+@dataclass(frozen=True)
 class Completion:
     """A backend's answer to one request; `error` set (and `text` None) when it failed for good.
 
@@ -69,6 +82,8 @@ class Completion:
     # --scoring expected: {"0": p, ..., "10": p}, the first output position's probability of each integer
     # token (harness/scoring/expected.py); None when not asked for or the backend has no log-probabilities.
     score_probs: Mapping[str, float] | None = None
+    # The provider's rate-limit headers on this reply, for dispatch's limiter; never stored or compared.
+    rate_limit: RateLimit | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

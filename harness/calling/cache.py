@@ -29,15 +29,17 @@ INLINE_WAIT_MS = 50
 SCHEMA_VERSION = 1  # part of every key: a change in what a key covers starts a fresh keyspace
 _COLUMNS = "key, text, input_tokens, output_tokens, backend, model, created, meta"
 _Row = tuple[str, str, int, int, str, str, float, str]
+_INSERT = f"INSERT OR REPLACE INTO responses ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 
 
-def request_key(backend: Backend, request: Request) -> str:
-    """Hash of everything that decides the answer: backend, model, endpoint and decoding (describe()), prompt."""
+def request_key(backend: Backend, request: Request, params: dict[str, object] | None = None) -> str:
+    """Hash of everything that decides the answer: backend, model, endpoint and decoding (describe()), prompt.
+    `params`: backend.describe(), when the caller already has it (it is the same for every request)."""
     identity = {
         "v": SCHEMA_VERSION,
         "backend": backend.name,
         "model": backend.model,
-        "params": backend.describe(),
+        "params": backend.describe() if params is None else params,
         "prompt": request.prompt,
         "max_tokens": request.max_tokens,
         "temperature": request.temperature,
@@ -79,6 +81,7 @@ class ResponseCache:
         self.unsaved = 0  # answers that could not be written by close(): kept in memory only
         self.deferred = 0  # answers that met a locked file and went through the backlog
         self._db: sqlite3.Connection | None = None
+        self._inline = False  # the connection's busy timeout is INLINE_WAIT_MS (set at the first write)
         self._backlog: list[_Row] = []
         self._lock = threading.Lock()
         self._flusher: threading.Thread | None = None
@@ -104,6 +107,9 @@ class ResponseCache:
         """The stored answer for `key`, as a Completion for `request_id`, or None. Called before any request."""
         if self._db is None and not self.path.exists():
             return None
+        if self._inline and self._db is not None:  # a read waits as long as it must (see below)
+            self._db.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
+            self._inline = False
         try:
             row = (
                 self._open()
@@ -148,11 +154,10 @@ class ResponseCache:
                 return
         try:
             db = self._open()
-            db.execute(f"PRAGMA busy_timeout = {INLINE_WAIT_MS}")  # this runs inside the event loop
-            try:
-                db.execute(f"INSERT OR REPLACE INTO responses ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
-            finally:
-                db.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
+            if not self._inline:  # writes run inside the event loop: from now on they wait only briefly
+                db.execute(f"PRAGMA busy_timeout = {INLINE_WAIT_MS}")
+                self._inline = True
+            db.execute(_INSERT, row)
         except (sqlite3.OperationalError, HarnessError):
             with self._lock:
                 self._backlog.append(row)
@@ -172,7 +177,7 @@ class ResponseCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = _connect(self.path, self.busy_timeout_ms)
             db.execute("BEGIN IMMEDIATE")
-            db.executemany(f"INSERT OR REPLACE INTO responses ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            db.executemany(_INSERT, rows)
             db.execute("COMMIT")
         except (sqlite3.Error, OSError):
             return False

@@ -39,7 +39,9 @@ class RetryPolicy:
 class DispatchOptions:
     """How dispatch calls one backend: built once per calling step from the run's settings (`dispatch_options`)."""
 
-    concurrency: int = 16  # API requests in flight
+    concurrency: int = 128  # the most API requests in flight: a ceiling, the limiter finds the rate (limiter.py)
+    rpm: float | None = None  # --rpm: pace requests to this many a minute (None: only what the provider reports)
+    tpm: float | None = None  # --tpm: pace prompt tokens to this many a minute
     retry: RetryPolicy = RetryPolicy()
     cache: ResponseCache | None = None  # the open cache `complete_all` uses (dispatch.call opens it from cache_path)
     refresh: bool = False  # --refresh: ignore stored answers, store the new ones
@@ -71,6 +73,7 @@ class DispatchStats:
     first_deterministic_errors: list[str] = field(default_factory=list)
     cache_deferred: int = 0  # answers that met a locked cache file and were written later
     cache_unsaved: int = 0  # answers the locked cache file never took: in this run's results only
+    limiter: dict[str, Any] | None = None  # the limiter's report (harness/calling/limiter.py); None: no API calls
     batch: dict[str, Any] | None = None  # --batch: batches waited on, requests submitted and answered (harness/batch)
     paid_by_batch: set[str] = field(default_factory=set)  # request ids whose answer was billed at the batch price
 
@@ -80,6 +83,8 @@ class DispatchStats:
         d.pop("paid_by_batch")  # ids, not a number: usage (harness/calling/pricing.py) prices them
         if d["batch"] is None:
             d.pop("batch")
+        if d["limiter"] is None:
+            d.pop("limiter")
         cache = {"mode": d.pop("cache"), "hits": d.pop("cache_hits"), "misses": d.pop("cache_misses")}
         deferred, unsaved = d.pop("cache_deferred"), d.pop("cache_unsaved")
         if deferred or unsaved:
@@ -97,11 +102,13 @@ def dispatch_options(config: RunConfig, price: Price | None) -> DispatchOptions:
     api = config.api
     return DispatchOptions(
         concurrency=api.concurrency,
+        rpm=api.rpm,
+        tpm=api.tpm,
         retry=RetryPolicy(max_retries=api.max_retries, timeout=api.timeout),
         refresh=api.refresh,
         max_cost=api.max_cost,
         price=price,
-        count_prompt=prompt_counter(config)[0] if api.max_cost is not None else None,
+        count_prompt=prompt_counter(config)[0] if api.max_cost is not None or api.tpm is not None else None,
         cache_path=None if api.no_cache else api.cache or config.results_dir / "cache.sqlite",
         progress=config.progress,
         batch=api.batch,

@@ -69,6 +69,8 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         batch=batch_options(a),
         base_urls=tuple(a.base_url),
         concurrency=a.concurrency,
+        rpm=a.rpm,
+        tpm=a.tpm,
         timeout=a.timeout,
         max_retries=a.max_retries,
         cache=a.cache,

@@ -216,7 +216,14 @@ def add_api_args(g: argparse._ArgumentGroup) -> None:
         help="OpenAI-compatible server URL, e.g. http://127.0.0.1:8000/v1; repeatable, spreads the load "
         "(default: the provider's)",
     )
-    g.add_argument("--concurrency", type=int, default=ApiOptions.concurrency, help="API requests in flight")
+    g.add_argument(
+        "--concurrency",
+        type=int,
+        default=ApiOptions.concurrency,
+        help="the most API requests in flight; 429s shrink it while the provider is at its limit, then it grows back",
+    )
+    g.add_argument("--rpm", type=float, help="pace API requests to this many a minute (default: as the provider says)")
+    g.add_argument("--tpm", type=float, help="pace prompt tokens to this many a minute (default: as the provider says)")
     g.add_argument("--timeout", type=float, default=ApiOptions.timeout, help="seconds per attempt before it is retried")
     g.add_argument(
         "--max-retries",

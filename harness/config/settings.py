@@ -24,7 +24,9 @@ class ApiOptions:
     """How API backends (openai, anthropic, OpenAI-compatible servers) are reached, and the cache. No keys here."""
 
     base_urls: tuple[str, ...] = ()  # several: the load is spread across them
-    concurrency: int = 16  # requests in flight
+    concurrency: int = 128  # the most requests in flight: a ceiling; 429s shrink the window (calling/limiter.py)
+    rpm: float | None = None  # pace requests to this many a minute (None: as the provider's headers say)
+    tpm: float | None = None  # pace prompt tokens to this many a minute
     timeout: float = 120.0  # seconds per attempt
     max_retries: int = 8
     cache: Path | None = None  # None: <results_dir>/cache.sqlite

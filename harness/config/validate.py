@@ -62,6 +62,8 @@ def check_numbers(config: RunConfig) -> None:
     _at_least("--batch-size", local.batch_size, 1)
     _finite("--timeout", api.timeout, positive=True)
     _finite("--max-cost", api.max_cost)
+    _finite("--rpm", api.rpm, positive=True)
+    _finite("--tpm", api.tpm, positive=True)
     share = local.gpu_memory_utilization
     if not (math.isfinite(share) and 0 < share <= 1):
         raise HarnessError(f"--gpu-memory-utilization must be a share in (0, 1], got {share}")

@@ -13,12 +13,11 @@ Stop reasons are recorded in OpenAI's words (end_turn, stop_sequence -> stop; ma
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import anthropic
 from anthropic import AsyncAnthropic
-from anthropic.types import Message
 
 from harness.calling.backends.base import (
     ClientPool,
@@ -31,8 +30,10 @@ from harness.calling.backends.base import (
     status_error,
     timeout_error,
 )
+from harness.calling.backends.http import Route
+from harness.calling.limits import rate_limit
 from harness.config.settings import RunConfig
-from harness.types import Completion, HarnessError, Request, Usage
+from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
 LEGACY_API_VERSION = "2023-06-01"  # the last API version that accepts temperature
 ENDPOINT = "/v1/messages"
@@ -103,7 +104,8 @@ class AnthropicBackend(RemoteBackend):
             for u in urls
         ]
         self.base_urls = [str(c.base_url) for c in self.clients]
-        self.pool = ClientPool(self.clients)
+        self.routes = [Route(c, timeout) for c in self.clients]  # one-by-one requests (calling/backends/http.py)
+        self.pool = ClientPool(self.routes)
 
     def body(self, request: Request) -> dict[str, Any]:
         """The exact JSON body sent to `endpoint`: `send` posts it, the batch path (harness/batch) submits it as
@@ -144,36 +146,59 @@ class AnthropicBackend(RemoteBackend):
 
     async def send(self, request: Request) -> Completion:
         body = self.body(request)
-        # This SDK's messages.create has no temperature argument: it travels in extra_body.
-        extra = {"temperature": body.pop("temperature")} if "temperature" in body else None
-        with self.pool.lease() as client, sdk_errors(self._key, self.body(request)):
-            response = await client.messages.create(**body, extra_body=extra)
-        return self.completion_from(request.id, response)
+        with self.pool.lease() as route, sdk_errors(self._key, body):
+            template = route.template or await route.prepare(self._capture_call(body))
+            reply = await route.post(template, body)
+            if reply.status >= 300:
+                raise route.status_error(reply, template)
+            data = reply.json()
+        return self.completion_from(request.id, data, rate_limit(reply.headers))
 
-    def completion_from(self, request_id: str, response: Message) -> Completion:
-        """A reply as a Completion, whether it came one by one or in a batch's results (harness/batch)."""
-        if response.content is None:
+    @staticmethod
+    def _capture_call(body: dict[str, Any]) -> Callable[[AsyncAnthropic], Awaitable[Any]]:
+        """The SDK's own typed call for this body, run once per base URL by http.capture (raw: not parsed).
+        This SDK's messages.create has no temperature argument: it travels in extra_body, and so goes last."""
+        fields = {k: v for k, v in body.items() if k != "temperature"}
+        extra = {"temperature": body["temperature"]} if "temperature" in body else None
+        return lambda c: c.messages.with_raw_response.create(**fields, extra_body=extra)
+
+    def completion_from(self, request_id: str, data: Any, limits: RateLimit | None = None) -> Completion:
+        """A Messages reply's JSON as a Completion, whether it came one by one or in a batch's results."""
+        content = data.get("content") if isinstance(data, dict) else None
+        if not isinstance(content, list):
             raise MalformedReply("malformed reply: no content")
-        text = "".join(getattr(block, "text", "") for block in response.content if block.type == "text")
-        stop = response.stop_reason
+        parts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        if not all(isinstance(t, str) for t in parts):
+            raise MalformedReply("malformed reply: a text block without text")
+        text = "".join(parts)  # type: ignore[arg-type]
+        stop = data.get("stop_reason")
+        stop = stop if isinstance(stop, str) else None
         refusal = None
         if stop == "refusal":  # the model declined: an answer (scored invalid), its words kept
             refusal, text = clean_reply(text or "stop_reason: refusal", self._key)[0], ""
         text, truncated = clean_reply(text, self._key)
-        usage = response.usage
-        tokens = Usage(usage.input_tokens or 0, usage.output_tokens or 0) if usage else Usage()
+        usage = data.get("usage")
+        tokens = Usage(_count(usage, "input_tokens"), _count(usage, "output_tokens")) if usage else Usage()
+        served = data.get("model")
         return Completion(
             request_id,
             text,
             usage=tokens,
             finish_reason=_FINISH.get(stop, stop) if stop else None,
             refusal=refusal,
-            served_model=getattr(response, "model", None),
+            served_model=served if isinstance(served, str) else None,
             truncated=truncated,
+            rate_limit=limits,
         )
 
     async def aclose(self) -> None:
-        await self.pool.aclose()
+        for route in self.routes:
+            await route.aclose()
+
+
+def _count(usage: Any, name: str) -> int:
+    value = usage.get(name) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) else 0
 
 
 @contextlib.contextmanager

@@ -31,7 +31,8 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from harness.types import Completion, HarnessError, Request
+from harness.calling.limits import rate_limit
+from harness.types import Completion, HarnessError, RateLimit, Request
 
 
 class LocalBackend(ABC):
@@ -91,9 +92,13 @@ Backend = LocalBackend | RemoteBackend  # dispatch matches on which
 class RetryableError(Exception):
     """A failure worth another try: 408/409/429/5xx/529, a dropped connection, a timeout, a malformed reply."""
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, retry_after: float | None = None, limited: bool = False, rate_limit: RateLimit | None = None
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after  # seconds the provider asked us to wait, if it said
+        self.limited = limited  # a 429: the provider's rate limit (dispatch's limiter cuts its window)
+        self.rate_limit = rate_limit  # what its rate-limit headers said (harness/calling/limits.py)
 
 
 class MalformedReply(RetryableError):
@@ -146,7 +151,7 @@ def status_error(
     any other 4xx is this request's own error (a prompt over the context length: `context_length_exceeded`)."""
     text = f"HTTP {status}: {message}"
     if status in RETRYABLE_STATUS or status >= 500:
-        return RetryableError(text, retry_after_seconds(headers))
+        return RetryableError(text, retry_after_seconds(headers), status == 429, rate_limit(headers))
     if status in FATAL_STATUS:
         return PermanentError(text, fatal=True)
     if code == "context_length_exceeded" or _CONTEXT.search(f"{message} {code or ''}"):

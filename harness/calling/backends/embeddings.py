@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from harness.calling.backends.base import LocalBackend, MalformedReply
+from harness.calling.backends.base import ClientPool, LocalBackend, MalformedReply
 from harness.calling.backends.openai import OpenAIBackend, sdk_errors
 from harness.types import Completion, HarnessError, Request, Usage
 
@@ -19,6 +19,13 @@ class OpenAIEmbeddingBackend(OpenAIBackend):
     """OpenAI's embeddings API (text-embedding-ada-002 as in Tu et al., text-embedding-3-*), or a compatible server."""
 
     name = "openai-embeddings"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sdk_pool = ClientPool(self.clients)
+
+    async def aclose(self) -> None:
+        await self.sdk_pool.aclose()
 
     @property
     def endpoint(self) -> str:
@@ -35,8 +42,10 @@ class OpenAIEmbeddingBackend(OpenAIBackend):
         return 0  # embeddings bill input tokens only
 
     async def send(self, request: Request) -> Completion:
+        # Through the SDK's typed create(), not the lean path of the text backends: it asks for base64
+        # vectors and decodes them, and qa-embed sends a few thousand requests, not hundreds a second.
         body = self.body(request)
-        with self.pool.lease() as client, sdk_errors(self._key, body):
+        with self.sdk_pool.lease() as client, sdk_errors(self._key, body):
             response = await client.embeddings.create(**body)
         if not response.data:
             raise MalformedReply("malformed reply: no embedding in the reply")

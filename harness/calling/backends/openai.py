@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import openai
 from openai import AsyncOpenAI
-from openai.types import Completion as OpenAICompletion
-from openai.types.chat import ChatCompletion
 
 from harness.calling.backends.base import (
     ClientPool,
@@ -35,8 +33,10 @@ from harness.calling.backends.base import (
     status_error,
     timeout_error,
 )
+from harness.calling.backends.http import Route
+from harness.calling.limits import rate_limit
 from harness.config.settings import RunConfig
-from harness.types import Completion, HarnessError, Request, Usage
+from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
 # o1, o3-mini, o4-mini, gpt-5, gpt-5-mini ... but not gpt-5-chat-latest, which is a plain chat model.
 _REASONING = re.compile(r"^(o\d|gpt-5)(?!.*-chat)")
@@ -129,7 +129,8 @@ class OpenAIBackend(RemoteBackend):
             for u in urls
         ]
         self.base_urls = [str(c.base_url) for c in self.clients]
-        self.pool = ClientPool(self.clients)
+        self.routes = [Route(c, timeout) for c in self.clients]  # one-by-one requests (calling/backends/http.py)
+        self.pool = ClientPool(self.routes)
 
     @property
     def endpoint(self) -> str:
@@ -182,27 +183,39 @@ class OpenAIBackend(RemoteBackend):
 
     async def send(self, request: Request) -> Completion:
         body = self.body(request)
-        with self.pool.lease() as client, sdk_errors(self._key, body):
-            if self.chat:
-                response: Any = await client.chat.completions.create(**body)
-            else:
-                response = await client.completions.create(**body)
-        return self.completion_from(request.id, response)
+        with self.pool.lease() as route, sdk_errors(self._key, body):
+            template = route.template or await route.prepare(self._capture_call(body))
+            reply = await route.post(template, body)
+            if reply.status >= 300:
+                raise route.status_error(reply, template)
+            data = reply.json()
+        return self.completion_from(request.id, data, rate_limit(reply.headers))
 
-    def completion_from(self, request_id: str, response: ChatCompletion | OpenAICompletion) -> Completion:
-        """A reply as a Completion, whether it came one by one or in a batch's output file (harness/batch):
-        a Chat Completions reply when `chat`, else a (raw) Completions reply."""
-        choices = getattr(response, "choices", None)
-        if not choices:
+    def _capture_call(self, body: dict[str, Any]) -> Callable[[AsyncOpenAI], Awaitable[Any]]:
+        """The SDK's own typed call for this body, run once per base URL by http.capture (raw: not parsed)."""
+        if self.chat:
+            return lambda c: c.chat.completions.with_raw_response.create(**body)
+        return lambda c: c.completions.with_raw_response.create(**body)
+
+    def completion_from(self, request_id: str, data: Any, limits: RateLimit | None = None) -> Completion:
+        """A reply's JSON as a Completion, whether it came one by one or in a batch's output file
+        (harness/calling/batch): a Chat Completions reply when `chat`, else a (raw) Completions reply. Only the
+        fields a Completion needs are read; anything else in the reply is ignored, as the SDK ignored it."""
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             raise MalformedReply("malformed reply: no choices")
         choice = choices[0]
-        finish = getattr(choice, "finish_reason", None)
+        finish = choice.get("finish_reason")
         refusal = None
         if self.chat:
-            message = choice.message
-            text, refusal = message.content, getattr(message, "refusal", None)
+            message = choice.get("message")
+            if not isinstance(message, dict):
+                raise MalformedReply("malformed reply: a choice without a message")
+            text, refusal = message.get("content"), message.get("refusal")
         else:
-            text = choice.text
+            text = choice.get("text")
+        if not isinstance(text, str | None) or not isinstance(refusal, str | None):
+            raise MalformedReply("malformed reply: the text is not a string")
         if refusal is not None:  # the model declined: an answer (scored invalid), its words kept
             refusal, _ = clean_reply(refusal, self._key)
             text = ""
@@ -211,16 +224,18 @@ class OpenAIBackend(RemoteBackend):
                 raise MalformedReply(f"malformed reply: no text and no refusal (finish_reason {finish!r})")
             text = ""  # cut off before any text, or filtered: the model's (empty) answer
         text, truncated = clean_reply(text, self._key)
-        usage = getattr(response, "usage", None)
-        tokens = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0) if usage else Usage()
+        usage = data.get("usage")
+        tokens = Usage(_count(usage, "prompt_tokens"), _count(usage, "completion_tokens")) if usage else Usage()
+        served = data.get("model")
         return Completion(
             request_id,
             text,
             usage=tokens,
-            finish_reason=finish,
+            finish_reason=finish if isinstance(finish, str) else None,
             refusal=refusal,
-            served_model=getattr(response, "model", None),
+            served_model=served if isinstance(served, str) else None,
             truncated=truncated,
+            rate_limit=limits,
         )
 
     def served_models(self) -> list[str] | None:
@@ -248,7 +263,8 @@ class OpenAIBackend(RemoteBackend):
             )
 
     async def aclose(self) -> None:
-        await self.pool.aclose()
+        for route in self.routes:
+            await route.aclose()
 
 
 @contextlib.contextmanager
@@ -269,6 +285,11 @@ def sdk_errors(key: str, body: dict[str, Any] | None = None) -> Iterator[None]:
         raise RetryableError(f"connection error: {redact(str(e), key)}") from None
     except (openai.APIResponseValidationError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
         raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
+
+
+def _count(usage: Any, name: str) -> int:
+    value = usage.get(name) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) else 0
 
 
 def _provider_message(e: openai.APIStatusError) -> str:

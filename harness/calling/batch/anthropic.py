@@ -99,7 +99,8 @@ class AnthropicBatches:
         kind = getattr(result, "type", None)
         if kind == "succeeded":
             try:
-                return Outcome(key, self.backend.completion_from(key, result.message))  # type: ignore[attr-defined]
+                message = result.message.to_dict()  # type: ignore[attr-defined]
+                return Outcome(key, self.backend.completion_from(key, message))
             except (MalformedReply, PermanentError, AttributeError, TypeError) as e:
                 return Outcome(key, None, f"malformed response: {str(e)[:200]}")
         if kind == "errored":

@@ -12,14 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Sequence
 
-import pydantic
 from openai import AsyncOpenAI
 from openai.types import Batch
-from openai.types import Completion as OpenAICompletion
-from openai.types.chat import ChatCompletion
 
 from harness.calling.backends.base import MalformedReply, PermanentError, redact
-from harness.calling.backends.openai import CHAT_ENDPOINT, OpenAIBackend, sdk_errors
+from harness.calling.backends.openai import OpenAIBackend, sdk_errors
 from harness.calling.batch.base import Item, Outcome, Remote
 
 ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
@@ -133,10 +130,10 @@ class OpenAIBatches:
             inner = body.get("error", body) if isinstance(body, dict) else body
             message = inner.get("message") if isinstance(inner, dict) else inner
             return Outcome(key, None, redact(f"HTTP {status}: {message}", self.key))
-        # The reply of the batch's endpoint: Chat Completions, or Completions for raw prompts (/v1/completions).
-        reply = ChatCompletion if self.backend.endpoint == CHAT_ENDPOINT else OpenAICompletion
+        # The reply of the batch's endpoint (Chat Completions, or Completions for raw prompts), read as the
+        # one-by-one path reads it.
         try:
-            completion = self.backend.completion_from(key, reply.model_validate(body))
-        except (pydantic.ValidationError, MalformedReply, PermanentError) as e:
+            completion = self.backend.completion_from(key, body)
+        except (MalformedReply, PermanentError) as e:
             return Outcome(key, None, f"malformed response: {redact(str(e), self.key)[:200]}")
         return Outcome(key, completion)

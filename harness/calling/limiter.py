@@ -1,0 +1,176 @@
+"""How many API requests may be in flight, and when the next one may start.
+
+`--concurrency` is a ceiling, not a setting to tune: the window of requests in flight starts there, is cut
+multiplicatively when the provider answers 429, and grows back additively while it keeps up (AIMD, as TCP
+does), so a run settles just under a rate limit it was never told about. A cut happens at most once per
+round trip, and only for a 429 to a request sent after the last cut: a burst of 429s to requests that were
+already out is one piece of news, not many. A 429's retry-after pauses new requests for that long (the
+request itself waits it out in dispatch's retry policy, holding no slot).
+
+Where the provider says what its limits are (x-ratelimit-limit-requests / -tokens, Anthropic's
+anthropic-ratelimit-*; harness/calling/limits.py), or the user does (--rpm / --tpm), requests are also
+paced to just under that rate by a GCRA token bucket (`Pacer`), prompt tokens counted as dispatch counts
+them for --max-cost, so 429s become rare instead of being the signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.types import RateLimit
+
+CUT = 0.5  # the window after a 429, as a share of what it was
+PACE = 0.95  # share of a provider-reported limit we pace to: headroom for clocks and for other clients
+RETRY_AFTER_CAP = 60.0  # seconds: the longest pause a retry-after may impose on the whole run
+FIRST_RTT = 0.1  # seconds assumed for a round trip until one is measured
+
+
+class Pacer:
+    """A GCRA token bucket: `rate` units a second, bursts of up to `burst` units."""
+
+    def __init__(self, rate: float, burst: float) -> None:
+        self.rate, self.burst = rate, burst
+        self.tat = -math.inf  # the bucket's theoretical arrival time: the next unit is free from then on
+
+    def reserve(self, cost: float, earliest: float) -> float:
+        """When a request of `cost` units may start (no sooner than `earliest`); books it."""
+        start = max(earliest, self.tat - self.burst / self.rate)
+        self.tat = max(self.tat, start) + cost / self.rate
+        return start
+
+
+@dataclass(frozen=True)
+class LimiterReport:
+    """What the limiter did, for metrics.json ("dispatch" -> "limiter")."""
+
+    ceiling: int
+    final_window: float
+    lowest_window: float
+    rate_limited: int  # 429 replies seen
+    paced_rpm: float | None  # the request rate paced to (--rpm, or learned from headers); None: not paced
+    paced_tpm: float | None
+
+
+class Limiter:
+    def __init__(
+        self,
+        ceiling: int,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ceiling = max(1, ceiling)
+        self.window = self.lowest = float(self.ceiling)
+        self.in_flight = 0
+        self.clock = clock
+        self.fixed_rpm, self.fixed_tpm = rpm is not None, tpm is not None  # the user's word beats the headers
+        self.requests = Pacer(rpm / 60.0, 1.0) if rpm else None
+        self.tokens = Pacer(tpm / 60.0, tpm / 60.0) if tpm else None  # a second's worth: one prompt always fits
+        self.paused_until = -math.inf
+        self.last_cut = -math.inf
+        self.rtt = FIRST_RTT
+        self.rate_limited = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def _cap(self) -> int:
+        return max(1, int(self.window))
+
+    async def acquire(self, cost: float = 0.0) -> float:
+        """Wait for a slot in the window, then for any pause and the pacers; returns when the request left.
+        Every acquire is matched by one `release` (or `cancel` if the request was never sent)."""
+        if self._waiters or self.in_flight >= self._cap():
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter  # `_wake` counts the slot for us before it wakes us
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self.cancel()  # handed a slot while being cancelled: give it back
+                else:
+                    self._waiters.remove(waiter)
+                raise
+        else:
+            self.in_flight += 1
+        now = self.clock()
+        start = max(now, self.paused_until)
+        if self.requests is not None:
+            start = self.requests.reserve(1.0, start)
+        if self.tokens is not None and cost > 0:
+            start = self.tokens.reserve(cost, start)
+        if start > now:
+            try:
+                await asyncio.sleep(start - now)
+            except asyncio.CancelledError:
+                self.cancel()
+                raise
+        return start
+
+    def cancel(self) -> None:
+        """A slot given back unused."""
+        self.in_flight -= 1
+        self._wake()
+
+    def release(
+        self, sent: float, *, ok: bool, limited: bool = False, retry_after: float | None = None,
+        limits: RateLimit | None = None,
+    ) -> None:  # fmt: skip
+        """The request that left at `sent` came back: answered (`ok`), answered 429 (`limited`), or neither
+        (a server error, a timeout: no news about the rate limit, so the window stays)."""
+        self.in_flight -= 1
+        now = self.clock()
+        if limits is not None:
+            self._learn(limits, now)
+        if limited:
+            self.rate_limited += 1
+            if sent >= self.last_cut and now - self.last_cut >= self.rtt:
+                self.window = max(1.0, self.window * CUT)
+                self.lowest = min(self.lowest, self.window)
+                self.last_cut = now
+            if retry_after is not None:
+                self.paused_until = max(self.paused_until, now + min(retry_after, RETRY_AFTER_CAP))
+        elif ok:
+            self.rtt += 0.125 * ((now - sent) - self.rtt)  # smoothed as TCP smooths its RTT
+            if self.window < self.ceiling:
+                self.window = min(float(self.ceiling), self.window + 1.0 / self.window)
+        self._wake()
+
+    def _learn(self, limits: RateLimit, now: float) -> None:
+        """Pace to just under the per-minute limits the provider reports; wait when one is spent."""
+        if limits.requests_limit and not self.fixed_rpm:
+            rate = PACE * limits.requests_limit / 60.0
+            if self.requests is None:
+                self.requests = Pacer(rate, 1.0)
+            self.requests.rate = rate
+        if limits.tokens_limit and not self.fixed_tpm:
+            rate = PACE * limits.tokens_limit / 60.0
+            if self.tokens is None:
+                self.tokens = Pacer(rate, rate)
+            self.tokens.rate, self.tokens.burst = rate, rate
+        for remaining, limit in (
+            (limits.requests_remaining, limits.requests_limit),
+            (limits.tokens_remaining, limits.tokens_limit),
+        ):
+            if remaining is not None and remaining < 1 and limit:
+                self.paused_until = max(self.paused_until, now + 60.0 / limit)  # until one more unit is back
+
+    def _wake(self) -> None:
+        while self._waiters and self.in_flight < self._cap():
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self.in_flight += 1
+                waiter.set_result(None)
+
+    def report(self) -> LimiterReport:
+        return LimiterReport(
+            self.ceiling,
+            round(self.window, 2),
+            round(self.lowest, 2),
+            self.rate_limited,
+            round(self.requests.rate * 60.0, 1) if self.requests else None,
+            round(self.tokens.rate * 60.0, 1) if self.tokens else None,
+        )

@@ -1,0 +1,86 @@
+"""Read a provider's rate-limit headers into a RateLimit (pure; used by the API backends for dispatch's limiter).
+
+OpenAI (and vLLM-style gateways that copy it) send, on every reply:
+  x-ratelimit-limit-requests / -tokens       the per-minute limit
+  x-ratelimit-remaining-requests / -tokens   what is left of it
+  x-ratelimit-reset-requests / -tokens       until it is whole again, as a Go duration: "12ms", "1s", "6m0s"
+Anthropic sends anthropic-ratelimit-{requests,input-tokens,tokens}-{limit,remaining,reset}, the reset as an
+RFC 3339 time. Input tokens are preferred to Anthropic's combined `tokens` family: the prompt is what we
+can count before sending. A header that is absent or unreadable is None: a quirky header never fails a request.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from datetime import datetime
+
+from harness.types import RateLimit
+
+_OPENAI = "x-ratelimit-"
+_ANTHROPIC = "anthropic-ratelimit-"
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def rate_limit(headers: Mapping[str, str], now: float | None = None) -> RateLimit | None:
+    """The rate-limit state the headers report (names in lower case), or None when they report none."""
+    if _OPENAI + "limit-requests" in headers or _OPENAI + "limit-tokens" in headers:
+        return RateLimit(
+            _number(headers.get(_OPENAI + "limit-requests")),
+            _number(headers.get(_OPENAI + "remaining-requests")),
+            duration(headers.get(_OPENAI + "reset-requests")),
+            _number(headers.get(_OPENAI + "limit-tokens")),
+            _number(headers.get(_OPENAI + "remaining-tokens")),
+            duration(headers.get(_OPENAI + "reset-tokens")),
+        )
+    if any(k.startswith(_ANTHROPIC) for k in headers):
+        tokens = "input-tokens" if _ANTHROPIC + "input-tokens-limit" in headers else "tokens"
+        return RateLimit(
+            _number(headers.get(_ANTHROPIC + "requests-limit")),
+            _number(headers.get(_ANTHROPIC + "requests-remaining")),
+            _until(headers.get(_ANTHROPIC + "requests-reset"), now),
+            _number(headers.get(f"{_ANTHROPIC}{tokens}-limit")),
+            _number(headers.get(f"{_ANTHROPIC}{tokens}-remaining")),
+            _until(headers.get(f"{_ANTHROPIC}{tokens}-reset"), now),
+        )
+    return None
+
+
+def duration(value: str | None) -> float | None:
+    """Seconds in a Go-style duration ("1h2m3.5s", "6m0s", "120ms") or a bare number of seconds."""
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(n) * _UNIT[u] for n, u in parts)
+
+
+def _until(value: str | None, now: float | None) -> float | None:
+    """Seconds from now until an RFC 3339 time."""
+    if value is None:
+        return None
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _number(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        n = float(value)
+    except ValueError:
+        return None
+    return n if n >= 0 and n == n and n != float("inf") else None  # Azure sends -1 for "not reported"
