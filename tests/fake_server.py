@@ -15,6 +15,8 @@ stop_reason "refusal"), "length" (200, finish_reason length), "huge" (200, a 2 M
 reply quoting the caller's key), "401", "400" (a 400 about this request), "400-context" (the prompt is over
 the context length, in the provider's words), "400-param" (a 400 naming a parameter: the request's shape).
 
+Rate limits (`--rps-limit 200` & co., off by default; 429s logged as "limited") and GET /stats: tests/fake_ratelimit.py.
+
 In tests: `with FakeServer(...) as server:` runs it on a background thread. For benchmarks, run it in
 its own process: `python tests/fake_server.py --latency 0.1` prints `port N` and serves until killed.
 """
@@ -25,13 +27,18 @@ import argparse
 import asyncio
 import contextlib
 import json
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+if __name__ == "__main__":  # run as a script: import tests.* from this checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests import fake_ratelimit as ratelimit
 from tests.fake_replies import (
     HUGE_BYTES,
     REFUSAL,
@@ -89,6 +96,7 @@ class FakeServer:
         models: list[str] | None = None,
         served_model: str | None = None,
         usage: Callable[[str, str], tuple[int, int]] | None = None,
+        rate_limit: ratelimit.RateLimitPolicy | None = None,
     ) -> None:
         self.latency = latency
         self.plan = plan
@@ -105,6 +113,8 @@ class FakeServer:
         self.attempts: dict[str, int] = {}
         self.in_flight = 0
         self.max_in_flight = 0  # the most requests the server held at once
+        self.served = 0  # replies with status 200 and a model answer (counted even when not logging)
+        self.limiter = ratelimit.RateLimiter(rate_limit) if rate_limit is not None else None
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -126,6 +136,7 @@ class FakeServer:
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/stats", self._stats)
         return app
 
     async def serve(self, port: int = 0) -> None:
@@ -176,7 +187,9 @@ class FakeServer:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            return await handler(request)
+            response = await handler(request)
+            response.headers.update(request.get(ratelimit.HEADERS, ()))  # the rate limit's headers, if any
+            return response
         finally:
             self.in_flight -= 1
 
@@ -187,8 +200,12 @@ class FakeServer:
         self.attempts[prompt] = attempt + 1
         key = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
         action = "401" if self.api_key is not None and key != self.api_key else self.plan(prompt, attempt)
+        if self.limiter is not None and action != "401":  # "limited": beyond the limit, a 429 (or 400) at once
+            action = self.limiter.admit(request, prompt, action)
         if self.log:
             self.calls.append(Call(request.path, prompt, attempt, action, body, dict(request.headers)))
+        if action == "limited":
+            raise request[ratelimit.REFUSAL]
         if action == "hang":
             assert self._stop is not None
             with contextlib.suppress(TimeoutError):
@@ -240,7 +257,12 @@ class FakeServer:
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         return self._reply(prompt, embeddings_reply(body["model"], texts))
 
+    async def _stats(self, request: web.Request) -> web.Response:
+        limits = self.limiter and self.limiter.stats()
+        return web.json_response({"served": self.served, "max_in_flight": self.max_in_flight, "rate_limit": limits})
+
     def _reply(self, prompt: str, reply: dict[str, Any]) -> web.Response:
+        self.served += 1
         if self.log:
             self.answered.append(prompt)
         return web.Response(text=json.dumps(reply), content_type="application/json")
@@ -260,15 +282,16 @@ def main() -> None:
     p = argparse.ArgumentParser(description="Serve the fake OpenAI/Anthropic API on 127.0.0.1 until killed.")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--latency", type=float, default=0.1)
+    ratelimit.add_arguments(p)
     a = p.parse_args()
 
     async def run() -> None:
-        server = FakeServer(latency=a.latency, log=False)
+        server = FakeServer(latency=a.latency, log=False, rate_limit=ratelimit.policy_from_args(a))
         await server.serve(a.port)
         print(f"port {server.port}", flush=True)
         await asyncio.Event().wait()
 
-    asyncio.run(run())
+    ratelimit.event_loop_runner()(run())  # uvloop when installed: no per-request logging, little CPU
 
 
 if __name__ == "__main__":
