@@ -78,6 +78,7 @@ class Call:
     action: str
     body: dict[str, Any]
     headers: dict[str, str] = field(repr=False)
+    raw: bytes = field(default=b"", repr=False)  # the body's bytes as they arrived
 
 
 class FakeServer:
@@ -194,7 +195,8 @@ class FakeServer:
             self.in_flight -= 1
 
     async def _begin(self, request: web.Request, prompt_of: Callable[[dict[str, Any]], str]) -> tuple[str, str, dict]:
-        body = await request.json()
+        raw = await request.read()
+        body = json.loads(raw)
         prompt = prompt_of(body)
         attempt = self.attempts.get(prompt, 0)
         self.attempts[prompt] = attempt + 1
@@ -203,7 +205,7 @@ class FakeServer:
         if self.limiter is not None and action != "401":  # "limited": beyond the limit, a 429 (or 400) at once
             action = self.limiter.admit(request, prompt, action)
         if self.log:
-            self.calls.append(Call(request.path, prompt, attempt, action, body, dict(request.headers)))
+            self.calls.append(Call(request.path, prompt, attempt, action, body, dict(request.headers), raw))
         if action == "limited":
             raise request[ratelimit.REFUSAL]
         if action == "hang":

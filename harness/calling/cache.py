@@ -12,6 +12,7 @@ ends stays in memory for the run's results; `unsaved` counts it, and the run say
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sqlite3
@@ -82,6 +83,7 @@ class ResponseCache:
         self.deferred = 0  # answers that met a locked file and went through the backlog
         self._db: sqlite3.Connection | None = None
         self._inline = False  # the connection's busy timeout is INLINE_WAIT_MS (set at the first write)
+        self._pending: list[_Row] = []  # answers put in this event-loop turn, committed at the next (`flush`)
         self._backlog: list[_Row] = []
         self._lock = threading.Lock()
         self._flusher: threading.Thread | None = None
@@ -153,15 +155,44 @@ class ResponseCache:
                 self.deferred += 1
                 return
         try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not inside dispatch's event loop: commit now
+            self._write([row])
+            return
+        # Answers that arrive in one turn of the event loop are committed together, at the start of the next
+        # turn, before any new request is sent for them: one commit costs about as much as one row (issue 12).
+        self._pending.append(row)
+        if len(self._pending) == 1:
+            loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Commit the answers `put` is holding for the end of this event-loop turn."""
+        rows, self._pending = self._pending, []
+        if rows:
+            self._write(rows)
+
+    def _write(self, rows: list[_Row]) -> None:
+        """Commit rows in one transaction, waiting at most INLINE_WAIT_MS; a locked file sends them to the backlog."""
+        try:
             db = self._open()
             if not self._inline:  # writes run inside the event loop: from now on they wait only briefly
                 db.execute(f"PRAGMA busy_timeout = {INLINE_WAIT_MS}")
                 self._inline = True
-            db.execute(_INSERT, row)
+            if len(rows) == 1:
+                db.execute(_INSERT, rows[0])
+            else:
+                try:
+                    db.execute("BEGIN IMMEDIATE")
+                    db.executemany(_INSERT, rows)
+                    db.execute("COMMIT")
+                except sqlite3.Error:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
         except (sqlite3.OperationalError, HarnessError):
             with self._lock:
-                self._backlog.append(row)
-                self.deferred += 1
+                self._backlog.extend(rows)
+                self.deferred += len(rows)
                 if self._flusher is None:
                     self._flusher = threading.Thread(target=self._flush_loop, name="cache-writer", daemon=True)
                     self._flusher.start()
@@ -198,6 +229,7 @@ class ResponseCache:
             self._closing.wait(0.05)
 
     def __len__(self) -> int:
+        self.flush()
         if self._db is None and not self.path.exists():
             return 0
         return int(self._open().execute("SELECT COUNT(*) FROM responses").fetchone()[0])
@@ -205,6 +237,7 @@ class ResponseCache:
     def close(self) -> None:
         """Write what the backlog holds (one last wait of up to the busy timeout), then close; `unsaved`
         counts the answers that still could not be written."""
+        self.flush()
         self._closing.set()
         flusher = self._flusher
         if flusher is not None:

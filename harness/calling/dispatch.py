@@ -20,17 +20,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 
-from tenacity import AsyncRetrying, RetryCallState, RetryError, retry_if_exception_type
 from tqdm import tqdm
 
-from harness.calling.backends.base import (
-    Backend,
-    LocalBackend,
-    MalformedReply,
-    PermanentError,
-    RemoteBackend,
-    RetryableError,
-)
+from harness.calling.attempts import Attempts
+from harness.calling.backends.base import Backend, LocalBackend, PermanentError, RemoteBackend
 from harness.calling.batch.run import answered_by_batch, batch_call, batchable
 from harness.calling.budget import Budget
 from harness.calling.cache import ResponseCache, request_key
@@ -39,7 +32,6 @@ from harness.calling.options import DispatchOptions, DispatchStats
 from harness.types import Completion, HarnessError, Request
 
 OnDone = Callable[[Completion], None]
-MALFORMED_TRIES = 3  # a reply we cannot read is retried, but a server that only sends those is given up on
 
 
 class _Dispatcher:
@@ -136,10 +128,13 @@ class _Dispatcher:
         if completion is not None:
             self.finish(completion)
 
+    def stopping(self) -> bool:
+        return self.fatal is not None
+
     async def attempt(self, backend: RemoteBackend, request: Request) -> Completion | None:
         """The request's Completion (an answer or an error), or None when the whole run must stop."""
         try:
-            return await self.send_with_retries(backend, request)
+            return await Attempts(backend, request, self.options, self.stats, self.limiter, self.stopping).run()
         except PermanentError as e:
             if e.fatal:  # 401/403/404, or a 400 about the request's shape: every request would fail so
                 self.fatal = self.fatal or f"{backend.name} model {backend.model!r}: {e}"
@@ -147,79 +142,6 @@ class _Dispatcher:
             return Completion(request.id, None, error=str(e), deterministic_error=True)
         except Exception as e:  # an SDK surprise must not lose the query: record it, a rerun retries it
             return Completion(request.id, None, error=f"unexpected {type(e).__name__}: {e}")
-
-    async def send_with_retries(self, backend: RemoteBackend, request: Request) -> Completion:
-        """An answer, or an error Completion once retries are spent; PermanentError passes through."""
-        policy = self.options.retry
-        tries = malformed = 0
-
-        async def one_attempt() -> Completion:
-            nonlocal tries, malformed
-            tries += 1
-            self.stats.attempts += 1
-            try:
-                return await self.attempt_once(backend, request)
-            except MalformedReply:
-                malformed += 1
-                self.stats.malformed += 1
-                raise
-
-        try:  # most requests are answered at once: no retry machinery for them
-            return await one_attempt()
-        except RetryableError as e:
-            first = e
-
-        def count_retry(state: RetryCallState) -> None:
-            self.stats.retries += 1
-
-        def stop(state: RetryCallState) -> bool:
-            # No retry once the run is stopping; at most MALFORMED_TRIES unreadable replies per request.
-            return self.fatal is not None or malformed >= MALFORMED_TRIES or tries > policy.max_retries
-
-        def first_failed() -> Completion:
-            raise first
-
-        retrying = AsyncRetrying(
-            stop=stop, wait=policy.wait, retry=retry_if_exception_type(RetryableError), before_sleep=count_retry
-        )
-        attempts = 0
-        try:
-            async for attempt in retrying:
-                with attempt:  # tenacity's first "attempt" replays the first failure, so its wait applies
-                    attempts += 1
-                    return first_failed() if attempts == 1 else await one_attempt()
-        except RetryError as e:
-            last = e.last_attempt.exception()
-            why = "not retried: the run stopped" if self.fatal is not None else f"gave up after {tries} tries"
-            return Completion(request.id, None, error=f"{why}: {last}")
-        raise AssertionError("unreachable: tenacity returns or raises")
-
-    async def attempt_once(self, backend: RemoteBackend, request: Request) -> Completion:
-        """One attempt through the limiter: a slot, the send under --timeout, and what the reply said of the
-        provider's rate limit."""
-        limiter = self.limiter
-        cost = self.prompt_tokens(request) if limiter.tokens is not None else 0.0
-        sent = await limiter.acquire(cost)
-        try:
-            async with asyncio.timeout(self.options.retry.timeout):
-                completion = await backend.send(request)
-        except TimeoutError:
-            limiter.release(sent, ok=False)
-            raise RetryableError(f"no answer within {self.options.retry.timeout:g}s (--timeout)") from None
-        except RetryableError as e:
-            limiter.release(sent, ok=False, limited=e.limited, retry_after=e.retry_after, limits=e.rate_limit)
-            raise
-        except BaseException:
-            limiter.release(sent, ok=False)
-            raise
-        limiter.release(sent, ok=True, limits=completion.rate_limit)
-        return completion
-
-    def prompt_tokens(self, request: Request) -> float:
-        """Prompt tokens as --max-cost counts them, else about four bytes a token: what token pacing books."""
-        count = self.options.count_prompt
-        return float(count(request.prompt)) if count is not None else len(request.prompt.encode()) / 4.0
-
 
 async def _collect(
     backend: Backend, requests: Sequence[Request], on_done: OnDone, options: DispatchOptions, stats: DispatchStats
@@ -266,6 +188,8 @@ def complete_all(
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
             return runner.run(_collect(backend, requests, callback, options, stats))
     finally:
+        if options.cache is not None:
+            options.cache.flush()  # answers of the loop's last turn (harness/calling/cache.py `put`)
         stats.seconds = round(time.perf_counter() - started, 3)
 
 

@@ -7,15 +7,16 @@ round trip, and only for a 429 to a request sent after the last cut: a burst of 
 already out is one piece of news, not many. A 429's retry-after pauses new requests for that long (the
 request itself waits it out in dispatch's retry policy, holding no slot).
 
-Where the provider says what its limits are (x-ratelimit-limit-requests / -tokens, Anthropic's
-anthropic-ratelimit-*; harness/calling/limits.py), or the user does (--rpm / --tpm), requests are also
-paced to just under that rate by a GCRA token bucket (`Pacer`), prompt tokens counted as dispatch counts
-them for --max-cost, so 429s become rare instead of being the signal.
+Where the provider's headers show its limits draining (x-ratelimit-{limit,remaining,reset}-{requests,tokens},
+Anthropic's anthropic-ratelimit-*; harness/calling/limits.py), or the user states them (--rpm / --tpm), requests
+are also paced to just under that rate by a GCRA token bucket (`Pacer`), prompt tokens counted as dispatch
+counts them for --max-cost, so 429s become rare instead of being the signal.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 from collections import deque
@@ -25,9 +26,12 @@ from dataclasses import dataclass
 from harness.types import RateLimit
 
 CUT = 0.5  # the window after a 429, as a share of what it was
+GROW_PERIOD = 0.1  # seconds: the window grows back by at most one slot in this time
 PACE = 0.95  # share of a provider-reported limit we pace to: headroom for clocks and for other clients
 RETRY_AFTER_CAP = 60.0  # seconds: the longest pause a retry-after may impose on the whole run
 FIRST_RTT = 0.1  # seconds assumed for a round trip until one is measured
+LEARN_DEFICIT = 0.1  # a refill rate is read from headers only while the bucket is at least this far from full
+LEARN_WEIGHT = 0.2  # each new reading moves the paced rate this far towards it
 
 
 class Pacer:
@@ -39,7 +43,7 @@ class Pacer:
 
     def reserve(self, cost: float, earliest: float) -> float:
         """When a request of `cost` units may start (no sooner than `earliest`); books it."""
-        start = max(earliest, self.tat - self.burst / self.rate)
+        start = max(earliest, self.tat - (self.burst - cost) / self.rate)  # the bucket never goes below empty
         self.tat = max(self.tat, start) + cost / self.rate
         return start
 
@@ -65,6 +69,9 @@ class Limiter:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ceiling = max(1, ceiling)
+        # The window starts at the ceiling, not small as TCP's slow start does: a run against a fast server must
+        # not spend its first seconds ramping up, and against a limit the first 429s cut it within round trips
+        # (a slow start grows the window unchecked while the provider's bucket is full, then overshoots more).
         self.window = self.lowest = float(self.ceiling)
         self.in_flight = 0
         self.clock = clock
@@ -121,7 +128,6 @@ class Limiter:
     ) -> None:  # fmt: skip
         """The request that left at `sent` came back: answered (`ok`), answered 429 (`limited`), or neither
         (a server error, a timeout: no news about the rate limit, so the window stays)."""
-        self.in_flight -= 1
         now = self.clock()
         if limits is not None:
             self._learn(limits, now)
@@ -133,30 +139,54 @@ class Limiter:
                 self.last_cut = now
             if retry_after is not None:
                 self.paused_until = max(self.paused_until, now + min(retry_after, RETRY_AFTER_CAP))
-        elif ok:
+            # A 429 comes back at once, an answer after a round trip: a slot freed by a 429 straight away would
+            # go round dozens of times per answered one, each time refused. So it stays taken for a round trip.
+            hold = self.rtt - (now - sent)
+            if hold > 0:
+                with contextlib.suppress(RuntimeError):  # no event loop (a caller outside dispatch): free it now
+                    asyncio.get_running_loop().call_later(hold, self.cancel)
+                    return
+            self.in_flight -= 1
+            self._wake()
+            return
+        self.in_flight -= 1
+        if ok:
             self.rtt += 0.125 * ((now - sent) - self.rtt)  # smoothed as TCP smooths its RTT
             if self.window < self.ceiling:
-                self.window = min(float(self.ceiling), self.window + 1.0 / self.window)
+                # One more slot per round trip, but no faster than one per GROW_PERIOD: against a fast server
+                # a window of a few slots would otherwise overshoot the limit several times a second.
+                step = min(1.0, self.rtt / GROW_PERIOD) / self.window
+                self.window = min(float(self.ceiling), self.window + step)
         self._wake()
 
     def _learn(self, limits: RateLimit, now: float) -> None:
-        """Pace to just under the per-minute limits the provider reports; wait when one is spent."""
-        if limits.requests_limit and not self.fixed_rpm:
-            rate = PACE * limits.requests_limit / 60.0
-            if self.requests is None:
-                self.requests = Pacer(rate, 1.0)
-            self.requests.rate = rate
-        if limits.tokens_limit and not self.fixed_tpm:
-            rate = PACE * limits.tokens_limit / 60.0
-            if self.tokens is None:
-                self.tokens = Pacer(rate, rate)
-            self.tokens.rate, self.tokens.burst = rate, rate
-        for remaining, limit in (
-            (limits.requests_remaining, limits.requests_limit),
-            (limits.tokens_remaining, limits.tokens_limit),
+        """Pace to just under the refill rate the provider's headers reveal; wait when a limit is spent.
+
+        The rate is read as (limit - remaining) / reset: what is missing from the bucket over the time it takes
+        to refill. That holds whether `limit` is a per-minute figure (OpenAI: 5000, remaining 4999, reset
+        "12ms": 83/s) or a bucket's size, and it is only read while the bucket is well below full, where a
+        rounded `remaining` or `reset` cannot mislead (near full there is nothing to pace anyway)."""
+        for kind, limit, remaining, reset in (
+            ("requests", limits.requests_limit, limits.requests_remaining, limits.requests_reset),
+            ("tokens", limits.tokens_limit, limits.tokens_remaining, limits.tokens_reset),
         ):
-            if remaining is not None and remaining < 1 and limit:
-                self.paused_until = max(self.paused_until, now + 60.0 / limit)  # until one more unit is back
+            fixed = self.fixed_rpm if kind == "requests" else self.fixed_tpm  # the user's word beats the headers
+            if not limit or remaining is None:
+                continue
+            pacer = self.requests if kind == "requests" else self.tokens
+            if not fixed and reset and limit - remaining >= max(2.0, LEARN_DEFICIT * limit):
+                rate = PACE * (limit - remaining) / reset
+                if pacer is None:  # requests: evenly spaced; tokens: a second's worth may go at once
+                    pacer = Pacer(rate, 1.0 if kind == "requests" else rate)
+                    if kind == "requests":
+                        self.requests = pacer
+                    else:
+                        self.tokens = pacer
+                else:
+                    pacer.rate += LEARN_WEIGHT * (rate - pacer.rate)
+                    pacer.burst = 1.0 if kind == "requests" else pacer.rate
+            if remaining < 1 and pacer is not None:
+                self.paused_until = max(self.paused_until, now + 1.0 / pacer.rate)  # until one more unit is back
 
     def _wake(self) -> None:
         while self._waiters and self.in_flight < self._cap():

@@ -21,11 +21,12 @@ from harness.types import RateLimit
 _OPENAI = "x-ratelimit-"
 _ANTHROPIC = "anthropic-ratelimit-"
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+_PER_SECOND = {"h": 1 / 3600, "m": 1 / 60, "s": 1.0, "ms": 1000.0}  # units in a second (divide: "9ms" is 0.009)
 
 
 def rate_limit(headers: Mapping[str, str], now: float | None = None) -> RateLimit | None:
-    """The rate-limit state the headers report (names in lower case), or None when they report none."""
+    """The rate-limit state the headers report, or None when they report none. `headers` looks names up in
+    lower case: aiohttp's and httpx's headers match any case, a plain dict must have lower-case names."""
     if _OPENAI + "limit-requests" in headers or _OPENAI + "limit-tokens" in headers:
         return RateLimit(
             _number(headers.get(_OPENAI + "limit-requests")),
@@ -35,8 +36,8 @@ def rate_limit(headers: Mapping[str, str], now: float | None = None) -> RateLimi
             _number(headers.get(_OPENAI + "remaining-tokens")),
             duration(headers.get(_OPENAI + "reset-tokens")),
         )
-    if any(k.startswith(_ANTHROPIC) for k in headers):
-        tokens = "input-tokens" if _ANTHROPIC + "input-tokens-limit" in headers else "tokens"
+    tokens = "input-tokens" if _ANTHROPIC + "input-tokens-limit" in headers else "tokens"
+    if _ANTHROPIC + "requests-limit" in headers or f"{_ANTHROPIC}{tokens}-limit" in headers:
         return RateLimit(
             _number(headers.get(_ANTHROPIC + "requests-limit")),
             _number(headers.get(_ANTHROPIC + "requests-remaining")),
@@ -60,7 +61,7 @@ def duration(value: str | None) -> float | None:
     parts = _DURATION.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         return None
-    return sum(float(n) * _UNIT[u] for n, u in parts)
+    return sum(float(n) / _PER_SECOND[u] for n, u in parts)
 
 
 def _until(value: str | None, now: float | None) -> float | None:

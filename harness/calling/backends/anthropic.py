@@ -156,11 +156,11 @@ class AnthropicBackend(RemoteBackend):
 
     @staticmethod
     def _capture_call(body: dict[str, Any]) -> Callable[[AsyncAnthropic], Awaitable[Any]]:
-        """The SDK's own typed call for this body, run once per base URL by http.capture (raw: not parsed).
+        """The SDK's own typed call for this body, run once per base URL by http.capture.
         This SDK's messages.create has no temperature argument: it travels in extra_body, and so goes last."""
         fields = {k: v for k, v in body.items() if k != "temperature"}
         extra = {"temperature": body["temperature"]} if "temperature" in body else None
-        return lambda c: c.messages.with_raw_response.create(**fields, extra_body=extra)
+        return lambda c: c.messages.create(**fields, extra_body=extra)
 
     def completion_from(self, request_id: str, data: Any, limits: RateLimit | None = None) -> Completion:
         """A Messages reply's JSON as a Completion, whether it came one by one or in a batch's results."""

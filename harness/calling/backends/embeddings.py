@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from harness.calling.backends.base import ClientPool, LocalBackend, MalformedReply
-from harness.calling.backends.openai import OpenAIBackend, sdk_errors
+from harness.calling.backends.openai import OpenAIBackend
+from harness.calling.backends.openai_errors import sdk_errors
 from harness.types import Completion, HarnessError, Request, Usage
 
 

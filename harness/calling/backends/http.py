@@ -21,7 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-import httpx2
+import yarl
+
+try:  # the SDKs' own HTTP library: httpx2 in current releases, httpx before
+    import httpx2
+except ImportError:  # pragma: no cover - an older SDK
+    import httpx as httpx2  # type: ignore[no-redef]
 
 from harness.calling.backends.base import RetryableError
 
@@ -47,8 +52,8 @@ class Template:
 
 
 async def capture(client: Any, create: Callable[[Any], Awaitable[Any]]) -> Template:
-    """Run `create(sdk_client)` once against an in-memory transport and keep what the SDK would send.
-    `create` must use `with_raw_response` so that the stand-in reply is not parsed."""
+    """Run `create(sdk_client)` (the SDK's plain typed call: `with_raw_response` would add a header of its own)
+    once against an in-memory transport and keep what the SDK would send."""
     seen: list[httpx2.Request] = []
 
     def answer(request: httpx2.Request) -> httpx2.Response:
@@ -58,6 +63,10 @@ async def capture(client: Any, create: Callable[[Any], Awaitable[Any]]) -> Templ
     mock = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
     try:
         await create(client.with_options(http_client=mock))
+    except Exception:
+        if not seen:  # the SDK refused before sending: a real error, the caller's to report
+            raise
+        # else: the SDK could not read the empty stand-in reply; what it sent is all we wanted
     finally:
         await mock.aclose()
     request = seen[0]
@@ -68,7 +77,7 @@ async def capture(client: Any, create: Callable[[Any], Awaitable[Any]]) -> Templ
 
 @dataclass(frozen=True)
 class Reply:
-    """An HTTP reply: status, headers (lower-case names), and the body, unread as JSON."""
+    """An HTTP reply: status, headers (names looked up in any case), and the body, unread as JSON."""
 
     status: int
     headers: Mapping[str, str]
@@ -88,6 +97,7 @@ class Route:
         self.template: Template | None = None
         self._capturing: asyncio.Future[Template] | None = None
         self._session: aiohttp.ClientSession | None = None
+        self._target = yarl.URL()
 
     async def prepare(self, create: Callable[[Any], Awaitable[Any]]) -> Template:
         """The template, captured by the first caller while the others wait for it."""
@@ -106,23 +116,26 @@ class Route:
             return self.template
         return await asyncio.shield(self._capturing)
 
-    def session(self) -> aiohttp.ClientSession:
+    def session(self, template: Template) -> aiohttp.ClientSession:
         if self._session is None:  # made inside the event loop that uses it
-            # No connection limit here: dispatch's limiter decides how many are in flight. The body is read
-            # whole, then capped by clean_reply.
-            connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-            timeout = aiohttp.ClientTimeout(total=self.timeout)
+            # No connection limit here: dispatch's limiter decides how many are in flight. The template's headers
+            # are the session's own, so no request merges them again; no cookies (an API sets none we need).
+            # The body is read whole, then capped by clean_reply.
             self._session = aiohttp.ClientSession(
-                connector=connector, timeout=timeout, skip_auto_headers=("User-Agent",)
+                connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+                headers=dict(template.headers),
+                skip_auto_headers=("User-Agent",),
+                cookie_jar=aiohttp.DummyCookieJar(),
             )
+            self._target = yarl.URL(template.url, encoded=True)  # parsed once, not per request
         return self._session
 
     async def post(self, template: Template, body: Mapping[str, Any]) -> Reply:
         """One POST of `body`; a connection that fails or drops is a RetryableError."""
         try:
-            async with self.session().post(template.url, data=template.encode(body), headers=template.headers) as r:
-                content = await r.read()
-                return Reply(r.status, {k.lower(): v for k, v in r.headers.items()}, content)
+            async with self.session(template).post(self._target, data=template.encode(body)) as r:
+                return Reply(r.status, r.headers, await r.read())
         except aiohttp.ConnectionTimeoutError as e:
             raise RetryableError(f"connection error: {e}") from None
         except TimeoutError:

@@ -13,9 +13,8 @@ each attempt goes to the server with the fewest requests in flight.
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import openai
@@ -24,16 +23,12 @@ from openai import AsyncOpenAI
 from harness.calling.backends.base import (
     ClientPool,
     MalformedReply,
-    PermanentError,
     RemoteBackend,
-    RetryableError,
     api_key,
     clean_reply,
-    redact,
-    status_error,
-    timeout_error,
 )
 from harness.calling.backends.http import Route
+from harness.calling.backends.openai_errors import count, sdk_errors
 from harness.calling.limits import rate_limit
 from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
@@ -192,10 +187,10 @@ class OpenAIBackend(RemoteBackend):
         return self.completion_from(request.id, data, rate_limit(reply.headers))
 
     def _capture_call(self, body: dict[str, Any]) -> Callable[[AsyncOpenAI], Awaitable[Any]]:
-        """The SDK's own typed call for this body, run once per base URL by http.capture (raw: not parsed)."""
+        """The SDK's own typed call for this body, run once per base URL by http.capture."""
         if self.chat:
-            return lambda c: c.chat.completions.with_raw_response.create(**body)
-        return lambda c: c.completions.with_raw_response.create(**body)
+            return lambda c: c.chat.completions.create(**body)
+        return lambda c: c.completions.create(**body)
 
     def completion_from(self, request_id: str, data: Any, limits: RateLimit | None = None) -> Completion:
         """A reply's JSON as a Completion, whether it came one by one or in a batch's output file
@@ -225,7 +220,7 @@ class OpenAIBackend(RemoteBackend):
             text = ""  # cut off before any text, or filtered: the model's (empty) answer
         text, truncated = clean_reply(text, self._key)
         usage = data.get("usage")
-        tokens = Usage(_count(usage, "prompt_tokens"), _count(usage, "completion_tokens")) if usage else Usage()
+        tokens = Usage(count(usage, "prompt_tokens"), count(usage, "completion_tokens")) if usage else Usage()
         served = data.get("model")
         return Completion(
             request_id,
@@ -265,44 +260,3 @@ class OpenAIBackend(RemoteBackend):
     async def aclose(self) -> None:
         for route in self.routes:
             await route.aclose()
-
-
-@contextlib.contextmanager
-def sdk_errors(key: str, body: dict[str, Any] | None = None) -> Iterator[None]:
-    """Map the SDK's exceptions onto ours (retry or fail fast), with the key redacted from every message."""
-    try:
-        yield
-    except openai.APIStatusError as e:
-        message = redact(_provider_message(e), key)
-        if e.status_code == 429 and _field(e, "code") == "insufficient_quota":
-            raise PermanentError(f"HTTP 429: {message}", fatal=True) from None  # no money: every request fails
-        raise status_error(
-            e.status_code, message, e.response.headers, _field(e, "code"), _field(e, "param"), body or ()
-        ) from None
-    except openai.APITimeoutError as e:
-        raise timeout_error(e, key) from None
-    except openai.APIConnectionError as e:
-        raise RetryableError(f"connection error: {redact(str(e), key)}") from None
-    except (openai.APIResponseValidationError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
-        raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
-
-
-def _count(usage: Any, name: str) -> int:
-    value = usage.get(name) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) else 0
-
-
-def _provider_message(e: openai.APIStatusError) -> str:
-    body = e.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return inner["message"]
-    return e.message
-
-
-def _field(e: openai.APIStatusError, name: str) -> str | None:
-    body = e.body
-    inner = body.get("error", body) if isinstance(body, dict) else None
-    value = inner.get(name) if isinstance(inner, dict) else None
-    return str(value) if value is not None else None

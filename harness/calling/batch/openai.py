@@ -16,7 +16,8 @@ from openai import AsyncOpenAI
 from openai.types import Batch
 
 from harness.calling.backends.base import MalformedReply, PermanentError, redact
-from harness.calling.backends.openai import OpenAIBackend, sdk_errors
+from harness.calling.backends.openai import OpenAIBackend
+from harness.calling.backends.openai_errors import sdk_errors
 from harness.calling.batch.base import Item, Outcome, Remote
 
 ENDED = frozenset({"completed", "failed", "expired", "cancelled"})

@@ -1,0 +1,104 @@
+"""One API request's attempts, for dispatch (harness/calling/dispatch.py): each through the limiter (a slot, the
+pace), under --timeout, retried on what is worth retrying by our one retry policy (tenacity; options.py
+`RetryPolicy`), with what each reply said of the provider's rate limit reported back to the limiter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import NoReturn
+
+from tenacity import AsyncRetrying, RetryCallState, RetryError, retry_if_exception_type
+
+from harness.calling.backends.base import MalformedReply, RemoteBackend, RetryableError
+from harness.calling.limiter import Limiter
+from harness.calling.options import DispatchOptions, DispatchStats
+from harness.types import Completion, Request
+
+MALFORMED_TRIES = 3  # a reply we cannot read is retried, but a server that only sends those is given up on
+
+
+class Attempts:
+    """The attempts at one request. `run` returns an answer, or an error Completion once retries are spent;
+    PermanentError passes through (dispatch decides whether it stops the run)."""
+
+    def __init__(
+        self,
+        backend: RemoteBackend,
+        request: Request,
+        options: DispatchOptions,
+        stats: DispatchStats,
+        limiter: Limiter,
+        stopping: Callable[[], bool],  # the run is stopping (a fatal error): no more retries
+    ) -> None:
+        self.backend, self.request, self.options, self.stats = backend, request, options, stats
+        self.limiter, self.stopping = limiter, stopping
+        self.tries = self.malformed = 0
+
+    async def run(self) -> Completion:
+        try:  # most requests are answered at once: no retry machinery for them
+            return await self.one()
+        except RetryableError as e:
+            first = e
+        policy, stats = self.options.retry, self.stats
+
+        def count_retry(state: RetryCallState) -> None:
+            stats.retries += 1
+
+        def stop(state: RetryCallState) -> bool:
+            # No retry once the run is stopping; at most MALFORMED_TRIES unreadable replies per request.
+            return self.stopping() or self.malformed >= MALFORMED_TRIES or self.tries > policy.max_retries
+
+        def replay() -> NoReturn:
+            raise first
+
+        retrying = AsyncRetrying(
+            stop=stop, wait=policy.wait, retry=retry_if_exception_type(RetryableError), before_sleep=count_retry
+        )
+        replayed = False
+        try:
+            async for attempt in retrying:
+                with attempt:  # tenacity's first "attempt" replays the first failure, so that its wait applies
+                    if not replayed:
+                        replayed = True
+                        replay()
+                    return await self.one()
+        except RetryError as e:
+            last = e.last_attempt.exception()
+            why = "not retried: the run stopped" if self.stopping() else f"gave up after {self.tries} tries"
+            return Completion(self.request.id, None, error=f"{why}: {last}")
+        raise AssertionError("unreachable: tenacity returns or raises")
+
+    async def one(self) -> Completion:
+        """One attempt through the limiter: a slot, the send under --timeout, and what the reply said of the
+        provider's rate limit."""
+        request, limiter = self.request, self.limiter
+        self.tries += 1
+        self.stats.attempts += 1
+        cost = prompt_tokens(self.options, request) if limiter.tokens is not None else 0.0
+        sent = await limiter.acquire(cost)
+        timeout = self.options.retry.timeout
+        try:
+            async with asyncio.timeout(timeout):
+                completion = await self.backend.send(request)
+        except TimeoutError:
+            limiter.release(sent, ok=False)
+            raise RetryableError(f"no answer within {timeout:g}s (--timeout)") from None
+        except RetryableError as e:
+            limiter.release(sent, ok=False, limited=e.limited, retry_after=e.retry_after, limits=e.rate_limit)
+            if isinstance(e, MalformedReply):
+                self.malformed += 1
+                self.stats.malformed += 1
+            raise
+        except BaseException:
+            limiter.release(sent, ok=False)
+            raise
+        limiter.release(sent, ok=True, limits=completion.rate_limit)
+        return completion
+
+
+def prompt_tokens(options: DispatchOptions, request: Request) -> float:
+    """Prompt tokens as --max-cost counts them, else about four bytes a token: what token pacing books."""
+    count = options.count_prompt
+    return float(count(request.prompt)) if count is not None else len(request.prompt.encode()) / 4.0

@@ -1,0 +1,61 @@
+"""The openai SDK's exceptions mapped onto our retry policy (harness/calling/backends/base.py), for the one-by-one
+path (harness/calling/backends/openai.py), embeddings and the Batch API."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+
+from harness.calling.backends.base import (
+    MalformedReply,
+    PermanentError,
+    RetryableError,
+    redact,
+    status_error,
+    timeout_error,
+)
+
+
+@contextlib.contextmanager
+def sdk_errors(key: str, body: dict[str, Any] | None = None) -> Iterator[None]:
+    """Map the SDK's exceptions onto ours (retry or fail fast), with the key redacted from every message."""
+    try:
+        yield
+    except openai.APIStatusError as e:
+        message = redact(_provider_message(e), key)
+        if e.status_code == 429 and _field(e, "code") == "insufficient_quota":
+            raise PermanentError(f"HTTP 429: {message}", fatal=True) from None  # no money: every request fails
+        raise status_error(
+            e.status_code, message, e.response.headers, _field(e, "code"), _field(e, "param"), body or ()
+        ) from None
+    except openai.APITimeoutError as e:
+        raise timeout_error(e, key) from None
+    except openai.APIConnectionError as e:
+        raise RetryableError(f"connection error: {redact(str(e), key)}") from None
+    except (openai.APIResponseValidationError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
+        raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
+
+
+def count(usage: Any, name: str) -> int:
+    """A token count of a reply's `usage`, 0 where it is missing or not a number."""
+    value = usage.get(name) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) else 0
+
+
+def _provider_message(e: openai.APIStatusError) -> str:
+    body = e.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return inner["message"]
+    return e.message
+
+
+def _field(e: openai.APIStatusError, name: str) -> str | None:
+    body = e.body
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    value = inner.get(name) if isinstance(inner, dict) else None
+    return str(value) if value is not None else None

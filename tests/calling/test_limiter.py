@@ -1,0 +1,171 @@
+"""The limiter (harness/calling/limiter.py): AIMD window, GCRA pacing, limits learned from headers, slots."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from harness.calling.limiter import CUT, LEARN_WEIGHT, PACE, Limiter, Pacer
+from harness.types import RateLimit
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def limiter(ceiling: int = 64, **kw: float) -> tuple[Limiter, Clock]:
+    clock = Clock()
+    lim = Limiter(ceiling, clock=clock, **kw)  # type: ignore[arg-type]
+    return lim, clock
+
+
+def test_starts_at_the_ceiling_and_a_429_cuts_the_window() -> None:
+    lim, clock = limiter(64)
+    assert lim.window == 64
+    lim.in_flight = 10
+    clock.now += 1
+    lim.release(clock.now - 0.1, ok=False, limited=True)
+    assert lim.window == 64 * CUT and lim.rate_limited == 1 and lim.lowest == 64 * CUT
+
+
+def test_a_burst_of_429s_is_one_cut_per_round_trip() -> None:
+    lim, clock = limiter(64)
+    lim.in_flight = 40
+    sent = clock.now
+    clock.now += 0.2
+    for _ in range(20):  # all sent before the first cut: one piece of news
+        lim.release(sent, ok=False, limited=True)
+    assert lim.window == 64 * CUT and lim.rate_limited == 20
+    clock.now += 0.01  # sent after the cut, but within a round trip of it: still no second cut
+    lim.release(clock.now, ok=False, limited=True)
+    assert lim.window == 64 * CUT
+    clock.now += 1.0  # a round trip later, a new overshoot: a second cut
+    lim.release(clock.now - 0.05, ok=False, limited=True)
+    assert lim.window == 64 * CUT * CUT
+
+
+def test_window_grows_back_additively_to_the_ceiling_and_never_below_one() -> None:
+    lim, clock = limiter(16)
+    lim.in_flight = 200
+    for i in range(10):
+        clock.now += 1.0
+        lim.release(clock.now - 0.01 * i, ok=False, limited=True)
+    assert lim.window == 1.0
+    successes = 0
+    while lim.window < 8:  # about one more slot per window's worth of answers
+        lim.release(clock.now - 0.1, ok=True)
+        successes += 1
+    assert 25 <= successes <= 40  # 1+2+...+7 = 28 answers to grow from 1 to 8
+    for _ in range(1000):
+        lim.release(clock.now - 0.1, ok=True)
+    assert lim.window == 16
+
+
+def test_errors_that_are_not_429s_leave_the_window_alone() -> None:
+    lim, clock = limiter(32)
+    lim.in_flight = 5
+    lim.release(clock.now, ok=False)
+    assert lim.window == 32 and lim.rate_limited == 0
+
+
+def test_retry_after_pauses_new_requests() -> None:
+    lim, clock = limiter(8)
+    lim.in_flight = 1
+    lim.release(clock.now, ok=False, limited=True, retry_after=2.5)
+    assert lim.paused_until == clock.now + 2.5
+    lim.in_flight = 1
+    lim.release(clock.now, ok=False, limited=True, retry_after=10_000)  # capped: one bad header stalls nothing long
+    assert lim.paused_until == clock.now + 60.0
+
+
+def test_pacer_spaces_requests_at_its_rate_after_a_burst() -> None:
+    pacer = Pacer(rate=10.0, burst=3.0)
+    starts = [pacer.reserve(1.0, 0.0) for _ in range(6)]
+    assert starts[:3] == [0.0, 0.0, 0.0]  # the burst
+    assert starts[3:] == pytest.approx([0.1, 0.2, 0.3])
+    assert pacer.reserve(1.0, 5.0) == 5.0  # an idle bucket lets the next one go at once
+
+
+def test_token_pacer_charges_by_cost() -> None:
+    pacer = Pacer(rate=100.0, burst=100.0)
+    assert pacer.reserve(100.0, 0.0) == 0.0
+    assert pacer.reserve(50.0, 0.0) == pytest.approx(0.5)
+
+
+def test_a_draining_bucket_in_the_headers_sets_the_pace() -> None:
+    lim, clock = limiter(64)
+    lim.in_flight = 3
+    lim.release(clock.now, ok=True, limits=RateLimit(requests_limit=600, requests_remaining=599, requests_reset=0.1))
+    assert lim.requests is None  # a nearly full bucket: a rounded header could mislead, and nothing needs pacing
+    # OpenAI's own example: 5000 a minute, half spent, 30 s to refill: 83 a second.
+    lim.release(clock.now, ok=True, limits=RateLimit(requests_limit=5000, requests_remaining=2500, requests_reset=30))
+    assert lim.requests is not None and lim.requests.rate == pytest.approx(PACE * 5000 / 60)
+    # A bucket of 200 refilled at 200 a second (limit = the bucket's size): the same reading gives 200 a second.
+    lim.release(clock.now, ok=True, limits=RateLimit(requests_limit=200, requests_remaining=100, requests_reset=0.5))
+    assert lim.requests.rate == pytest.approx(PACE * (5000 / 60 + LEARN_WEIGHT * (200 - 5000 / 60)))
+    assert lim.report().paced_rpm == pytest.approx(lim.requests.rate * 60, abs=0.1)
+
+
+def test_tokens_are_paced_and_the_users_rpm_beats_the_headers() -> None:
+    lim, clock = limiter(64, rpm=120)
+    lim.in_flight = 2
+    spent = RateLimit(requests_limit=6000, requests_remaining=0, requests_reset=6.0, tokens_limit=60_000,
+                      tokens_remaining=30_000, tokens_reset=30.0)  # fmt: skip
+    lim.release(clock.now, ok=True, limits=spent)
+    assert lim.requests is not None and lim.requests.rate == 2.0  # --rpm 120
+    assert lim.tokens is not None and lim.tokens.rate == pytest.approx(PACE * 1000)
+    assert lim.paused_until == pytest.approx(clock.now + 0.5)  # no request left: wait for one at the user's pace
+
+
+def test_slots_are_handed_over_in_order_and_cancelled_waiters_give_theirs_back() -> None:
+    async def scenario() -> list[str]:
+        lim = Limiter(2)
+        order: list[str] = []
+        await lim.acquire()
+        await lim.acquire()
+        assert lim.in_flight == 2
+
+        async def wait(name: str) -> None:
+            await lim.acquire()
+            order.append(name)
+
+        a, b, c = (asyncio.create_task(wait(n)) for n in "abc")
+        await asyncio.sleep(0)
+        b.cancel()
+        await asyncio.sleep(0)
+        lim.release(0.0, ok=True)
+        await asyncio.sleep(0)
+        lim.release(0.0, ok=True)
+        await asyncio.gather(a, c)
+        assert lim.in_flight == 2 and not lim._waiters
+        lim.cancel()
+        lim.cancel()
+        assert lim.in_flight == 0
+        return order
+
+    assert asyncio.run(scenario()) == ["a", "c"]
+
+
+def test_the_window_bounds_requests_in_flight() -> None:
+    async def scenario() -> int:
+        lim = Limiter(10)
+        lim.window = 3.0
+        peak = 0
+
+        async def one() -> None:
+            nonlocal peak
+            sent = await lim.acquire()
+            peak = max(peak, lim.in_flight)
+            await asyncio.sleep(0.001)
+            lim.window = 3.0  # hold the window still: no growth in this test
+            lim.release(sent, ok=True)
+
+        await asyncio.gather(*(one() for _ in range(30)))
+        return peak
+
+    assert asyncio.run(scenario()) == 3

@@ -1,0 +1,64 @@
+"""Rate-limit headers (harness/calling/limits.py) in OpenAI's and Anthropic's words."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from multidict import CIMultiDict
+
+from harness.calling.limits import duration, rate_limit
+from harness.types import RateLimit
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("12ms", 0.012), ("1s", 1.0), ("6m0s", 360.0), ("1h2m3.5s", 3723.5), ("0.5", 0.5), ("20", 20.0)],
+)
+def test_go_durations(text: str, seconds: float) -> None:
+    assert duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "soon", "5 minutes", "1x", "-3s"])
+def test_unreadable_durations_are_none(text: str) -> None:
+    assert duration(text) is None
+
+
+def test_openai_headers() -> None:
+    headers = {
+        "x-ratelimit-limit-requests": "5000",
+        "x-ratelimit-remaining-requests": "4999",
+        "x-ratelimit-reset-requests": "12ms",
+        "x-ratelimit-limit-tokens": "160000",
+        "x-ratelimit-remaining-tokens": "159976",
+        "x-ratelimit-reset-tokens": "9ms",
+    }
+    assert rate_limit(headers) == RateLimit(5000, 4999, 0.012, 160000, 159976, 0.009)
+
+
+def test_names_match_in_any_case() -> None:
+    headers = CIMultiDict({"X-RateLimit-Limit-Requests": "60", "X-RateLimit-Remaining-Requests": "0"})
+    assert rate_limit(headers) == RateLimit(60, 0, None, None, None, None)
+
+
+def test_anthropic_headers_prefer_input_tokens() -> None:
+    now = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC).timestamp()
+    headers = {
+        "anthropic-ratelimit-requests-limit": "50",
+        "anthropic-ratelimit-requests-remaining": "49",
+        "anthropic-ratelimit-requests-reset": "2026-11-25T12:00:01.5Z",
+        "anthropic-ratelimit-input-tokens-limit": "30000",
+        "anthropic-ratelimit-input-tokens-remaining": "29000",
+        "anthropic-ratelimit-input-tokens-reset": "2026-11-25T12:00:02+00:00",
+        "anthropic-ratelimit-tokens-limit": "99",
+    }
+    assert rate_limit(headers, now=now) == RateLimit(50, 49, 1.5, 30000, 29000, 2.0)
+
+
+def test_no_rate_limit_headers_and_quirky_values() -> None:
+    assert rate_limit({"content-type": "application/json"}) is None
+    # Azure sends -1 for "not reported"; garbage and naive times are not numbers either.
+    quirky = {"x-ratelimit-limit-tokens": "-1", "x-ratelimit-remaining-tokens": "nan", "x-ratelimit-reset-tokens": "?"}
+    assert rate_limit(quirky) == RateLimit()
+    naive = {"anthropic-ratelimit-requests-limit": "5", "anthropic-ratelimit-requests-reset": "2026-11-25T12:00:00"}
+    assert rate_limit(naive) == RateLimit(5, None, None, None, None, None)
