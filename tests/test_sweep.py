@@ -109,9 +109,9 @@ def test_a_sweep_plans_each_cell_once(tmp_path: Path, monkeypatch: pytest.Monkey
     planned: list[RunConfig] = []
     real_plan = runner.plan
 
-    def counting_plan(config: RunConfig) -> runner.Planned:
+    def counting_plan(config: RunConfig, shared: runner.Shared | None = None) -> runner.Planned:
         planned.append(config)
-        return real_plan(config)
+        return real_plan(config, shared)
 
     monkeypatch.setattr(runner, "plan", counting_plan)  # run() looks plan up in runner's namespace too
     base = RunConfig(model="overlap", dataset="stsb", results_dir=tmp_path, limit=4, progress=False)

@@ -59,6 +59,9 @@ class PromptRenderer:
             undefined=jinja2.StrictUndefined,
             autoescape=False,
             keep_trailing_newline=False,
+            # Templates are read once: every prompt of the run comes from the sources hashed into config.json,
+            # and no render stats the files again (an include would, per prompt, with auto_reload on).
+            auto_reload=False,
         )
         self.name = name
         try:
