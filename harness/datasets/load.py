@@ -127,16 +127,18 @@ def _decode(data: bytes, source: str) -> str:
         raise HarnessError(f"{source} is not UTF-8 text") from None
 
 
+Source = tuple[Path | None, Path | None, Path | None]  # (data_dir, archive, password_file) of a load
+
+
 @dataclass
 class LoadCache:
-    """Splits already loaded, kept for as long as this object lives: the cells of a sweep share one, so each
-    archive is decrypted and each split parsed once per sweep, not once per cell. Keyed by the load's own
+    """What loads already read, kept for as long as this object lives: the cells of a sweep share one, so each
+    archive is decrypted and each split file parsed once per sweep, not once per cell. Keyed by the loads' own
     arguments; a failed load keeps nothing (the next cell fails the same way)."""
 
-    files: dict[tuple[Path | None, Path | None, Path | None], tuple[dict[str, bytes], str]] = field(
-        default_factory=dict
-    )
-    datasets: dict[tuple[str, str, Path | None, Path | None, Path | None], Dataset] = field(default_factory=dict)
+    files: dict[Source, tuple[dict[str, bytes], str]] = field(default_factory=dict)
+    splits: dict[tuple[Source, str], tuple[Example, ...]] = field(default_factory=dict)
+    datasets: dict[tuple[str, str, Source], Dataset] = field(default_factory=dict)
 
 
 def read_csts_files(
@@ -191,10 +193,18 @@ def load_csts(
     absent = sorted(needed - files.keys())
     if absent:
         raise HarnessError(f"{origin} has no {', '.join(absent)}: {OBTAIN_HINT}")
-    examples = parse_csts_csv(files[f"csts_{split}.csv"], f"{origin}/csts_{split}.csv", split)
-    pool = (
-        examples if split == "train" else parse_csts_csv(files["csts_train.csv"], f"{origin}/csts_train.csv", "train")
-    )
+
+    def rows(name: str) -> tuple[Example, ...]:  # one split file, parsed once per cache
+        key = ((data_dir, archive, password_file), name)
+        if cache is not None and key in cache.splits:
+            return cache.splits[key]
+        examples = parse_csts_csv(files[f"csts_{name}.csv"], f"{origin}/csts_{name}.csv", name)
+        if cache is not None:
+            cache.splits[key] = examples
+        return examples
+
+    examples = rows(split)
+    pool = examples if split == "train" else rows("train")
     hashes = {name: sha256(files[name]) for name in sorted(needed)}
     return Dataset("csts", split, examples, pool, LABEL_RANGES["csts"], hashes)
 
@@ -225,7 +235,7 @@ def load_dataset(
         raise HarnessError(f"unknown dataset {name!r}; choose from {', '.join(SPLITS)}")
     if split not in SPLITS[name]:
         raise HarnessError(f"dataset {name} has no split {split!r}; choose from {', '.join(SPLITS[name])}")
-    key = (name, split, data_dir, archive, password_file)
+    key = (name, split, (data_dir, archive, password_file))
     if cache is not None and key in cache.datasets:
         return cache.datasets[key]
     dataset = load_csts(split, data_dir, archive, password_file, cache) if name == "csts" else load_stsb(split)
