@@ -29,8 +29,10 @@ from harness.variants.base import Variant
 class RunResult:
     run_dir: Path
     metrics: dict[str, Any]
-    record: dict[str, Any] = field(default_factory=dict)  # config.json as written
-    samples: list[dict[str, Any]] = field(default_factory=list)  # samples.jsonl's records, as written
+    # What went into the folder, for a sweep's report (results/read.py written_run), which so reads no file back.
+    config: dict[str, Any] = field(default_factory=dict)  # config.json
+    samples: tuple[Scored, ...] = ()  # the scored samples
+    records: tuple[dict[str, Any], ...] = ()  # samples.jsonl's lines, as dicts
 
 
 @dataclass
@@ -202,11 +204,11 @@ def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResu
             if predictions
             else "not written: " + _why_no_submission(samples, len(prep.dataset.examples))
         )
-    records: list[dict[str, Any]] = []  # samples.jsonl's lines as dicts: a sweep's report reads them from here
+    records: list[dict[str, Any]] = []  # samples.jsonl's lines as dicts
     run_dir = write_run(
         config.results_dir, claimed.name, record, samples, metrics, predictions, outcome.files, claimed, records
     )
-    return RunResult(run_dir, metrics, record, records)
+    return RunResult(run_dir, metrics, record, tuple(samples), tuple(records))
 
 
 def _split_label(config: RunConfig) -> str:

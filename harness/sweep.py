@@ -95,7 +95,9 @@ def _run_sweep(
         result = run(config, planned_cell)
         done[config_hash] = result.run_dir
         if not base.dry_run:
-            written[result.run_dir] = written_run(result.run_dir, result.record, result.samples, result.metrics)
+            written[result.run_dir] = written_run(
+                result.run_dir, result.config, result.records, result.metrics, result.samples
+            )
         log(f"{label}: {_summary(result.metrics)} -> {result.run_dir}")
         results.append(Cell(config, config_hash, result.run_dir, False, int(result.metrics.get("errors") or 0)))
     sweep_dir = _write_sweep(base, grid, results, written)

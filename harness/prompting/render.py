@@ -63,6 +63,7 @@ class PromptRenderer:
             # Templates are read once: every prompt of the run comes from the sources hashed into config.json,
             # and no render stats the files again (an include would, per prompt, with auto_reload on).
             auto_reload=False,
+            cache_size=-1,  # a plain dict of this renderer's few templates: an include looks one up per prompt
         )
         self.name = name
         try:

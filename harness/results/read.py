@@ -158,22 +158,34 @@ def load_run(run_dir: Path) -> Run:
         raise HarnessError(f"{run_dir} is not a readable run folder: {e}") from None
 
 
-def written_run(run_dir: Path, config: dict[str, Any], records: list[dict[str, Any]], metrics: dict[str, Any]) -> Run:
+def written_run(
+    run_dir: Path,
+    config: dict[str, Any],
+    records: Sequence[dict[str, Any]],
+    metrics: dict[str, Any],
+    samples: Sequence[Scored] | None = None,
+) -> Run:
     """The Run that load_run would read back from a folder the runner just wrote, without reading it: config.json
     and metrics.json go through JSON as they did on their way to disk; `records` are the dicts samples.jsonl's
-    lines were dumped from, which JSON gives back equal (shot_ids as a list, made a tuple as load_run does)."""
-    return _run(run_dir, _via_json(config), records, _via_json(metrics))
+    lines were dumped from, which JSON gives back equal (shot_ids as a list, made a tuple as load_run does).
+    `samples`: the Scored those records were made from (results/write.py sample_record), which are what
+    load_run builds from them, field for field; given, they are used as they are instead of being built again."""
+    config = _via_json(config)
+    scored = tuple(samples) if samples is not None else tuple(_scored(r) for r in records)
+    return Run(run_dir, config, scored, _via_json(metrics), _extras(records, config))
 
 
 def _via_json(obj: dict[str, Any]) -> dict[str, Any]:
     return dict(json.loads(json.dumps(obj, ensure_ascii=False, default=str)))  # default=str: as write_run writes
 
 
-def _run(run_dir: Path, config: dict[str, Any], records: list[dict[str, Any]], stored: dict[str, Any]) -> Run:
-    samples = tuple(_scored(r) for r in records)
+def _run(run_dir: Path, config: dict[str, Any], records: Sequence[dict[str, Any]], stored: dict[str, Any]) -> Run:
+    return Run(run_dir, config, tuple(_scored(r) for r in records), stored, _extras(records, config))
+
+
+def _extras(records: Sequence[dict[str, Any]], config: dict[str, Any]) -> tuple[dict[str, Any], ...]:
     label_range = (float(config["label_range"][0]), float(config["label_range"][1]))
-    extras = tuple({k: r.get(k) for k in EXTRA_FIELDS} | {"reason": reason_of(r, label_range)} for r in records)
-    return Run(run_dir, config, samples, stored, extras)
+    return tuple({k: r.get(k) for k in EXTRA_FIELDS} | {"reason": reason_of(r, label_range)} for r in records)
 
 
 def expand(paths: Sequence[Path]) -> list[Path]:

@@ -73,6 +73,7 @@ def is_echo(text: str) -> bool:
     return re.search(r"\b(?:output|answer|score|rating)\s*:", after_key, re.I) is None
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure; a sweep's cells, and a baseline's answers, repeat their replies
 def reason_code(
     text: str | None,
     parsed: float | None,

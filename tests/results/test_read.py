@@ -93,11 +93,13 @@ def test_finished_runs_are_the_newest_complete_answered_ones(tmp_path: Path) -> 
     ids=["overlap", "random-strict-test"],
 )
 def test_written_run_is_what_load_run_reads_back(settings: dict, tmp_path: Path, csts_dir: Path) -> None:
-    """A sweep reports from written_run (the records in memory); `report` from load_run (the folder): the same."""
+    """A sweep reports from written_run (what it holds in memory); `report` from load_run (the folder): the same."""
     from harness.config.settings import RunConfig
     from harness.runner import run
 
     config = RunConfig(data_dir=csts_dir, results_dir=tmp_path, limit=8, progress=False, **settings)
     result = run(config)
-    assert written_run(result.run_dir, result.record, result.samples, result.metrics) == load_run(result.run_dir)
-    assert len(result.samples) == 8
+    read = load_run(result.run_dir)
+    assert written_run(result.run_dir, result.config, result.records, result.metrics) == read
+    assert written_run(result.run_dir, result.config, result.records, result.metrics, result.samples) == read
+    assert len(read.samples) == 8
