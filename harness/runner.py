@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +14,13 @@ from harness.calling.pricing import Price, price_of
 from harness.config.settings import RunConfig
 from harness.config.validate import validate
 from harness.datasets.labels import apply_label_set, take_subset
-from harness.datasets.load import LABEL_RANGES, load_dataset
-from harness.prompting.fewshot import make_picker
+from harness.datasets.load import LABEL_RANGES, LoadCache, load_dataset
+from harness.prompting.fewshot import ReferencePicker, ShotPicker, make_picker
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer
 from harness.results.provenance import git_commit, package_versions
 from harness.results.write import Claim, claim, make_run_id, write_run
-from harness.scoring.expected import expected_metrics
-from harness.scoring.metrics import compute_metrics
-from harness.types import HarnessError, Scored
+from harness.types import Dataset, HarnessError, Scored
 from harness.variants import qa, qa_embed, sentences
 from harness.variants.base import Variant
 
@@ -31,6 +29,41 @@ from harness.variants.base import Variant
 class RunResult:
     run_dir: Path
     metrics: dict[str, Any]
+    # What went into the folder, for a sweep's report (results/read.py written_run), which so reads no file back.
+    config: dict[str, Any] = field(default_factory=dict)  # config.json
+    samples: tuple[Scored, ...] = ()  # the scored samples
+    records: tuple[dict[str, Any], ...] = ()  # samples.jsonl's lines, as dicts
+
+
+@dataclass
+class Shared:
+    """What the cells of one sweep share instead of redoing it per cell: loaded splits (each archive decrypted
+    and each file parsed once), shot pickers (each query's shots drawn once per k), compiled templates and the
+    provenance config.json records. A lone run gets one of its own."""
+
+    data: LoadCache = field(default_factory=LoadCache)
+    pickers: dict[tuple[Any, ...], ShotPicker | ReferencePicker] = field(default_factory=dict)
+    renderers: dict[tuple[str, str], PromptRenderer] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def renderer(self, template: str, dataset: str) -> PromptRenderer:
+        if (template, dataset) not in self.renderers:
+            self.renderers[template, dataset] = PromptRenderer(template, dataset=dataset)
+        return self.renderers[template, dataset]
+
+    def picker(self, config: RunConfig, as_filed: Dataset) -> ShotPicker | ReferencePicker:
+        """The shot sampler of this split, seed and sampler (settings a sweep's cells never vary, but a key)."""
+        data = (config.data_dir, config.archive, config.password_file)
+        key = (config.dataset, config.split, *data, config.shot_sampler, config.seed, config.shot_seed)
+        if key not in self.pickers:
+            self.pickers[key] = make_picker(config, as_filed, self.data)
+        return self.pickers[key]
+
+    def versions(self) -> dict[str, Any]:
+        """Package versions and the git commit, looked up once (the second a subprocess, or two)."""
+        if not self.provenance:
+            self.provenance = {"packages": package_versions(), "git": git_commit()}
+        return self.provenance
 
 
 def variant_of(config: RunConfig) -> Variant:
@@ -46,22 +79,27 @@ def variant_of(config: RunConfig) -> Variant:
             raise HarnessError(f"unknown --variant {config.variant!r}")
 
 
-def prepare(config: RunConfig) -> Prepared:
-    """Load the data, pick shots and render the prompts known before any call (one per query, sentences variant)."""
+def prepare(config: RunConfig, shared: Shared | None = None) -> Prepared:
+    """Load the data, pick shots and render the prompts known before any call (one per query, sentences variant).
+    `shared`: what earlier cells of the same sweep loaded, drew and compiled."""
     validate(config)
+    shared = shared or Shared()
     variant = variant_of(config)
-    renderer = PromptRenderer(variant.template(config), dataset=config.dataset)
-    dataset = load_dataset(config.dataset, config.split, config.data_dir, config.archive, config.password_file)
+    renderer = shared.renderer(variant.template(config), config.dataset)
+    data = (config.data_dir, config.archive, config.password_file)
+    dataset = load_dataset(config.dataset, config.split, *data, cache=shared.data)
     as_filed = dataset
     dataset, _ = apply_label_set(dataset, config.labels)
     dataset = take_subset(dataset, config.subset, config.subset_seed)
     queries = dataset.examples[: config.limit] if config.limit is not None else dataset.examples
-    picker = make_picker(config, as_filed)
+    picker = shared.picker(config, as_filed)
     shots = tuple(picker.pick(q, config.shots) for q in queries)
     return Prepared(dataset, queries, shots, variant.requests(config, queries, shots, renderer), renderer)
 
 
-def config_record(config: RunConfig, prep: Prepared, backend: Backend | None) -> dict[str, Any]:
+def config_record(
+    config: RunConfig, prep: Prepared, backend: Backend | None, shared: Shared | None = None
+) -> dict[str, Any]:
     """config.json: every setting, hashes of what produced the prompts, versions. No secrets."""
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(config).items()}
     identity = {
@@ -92,8 +130,7 @@ def config_record(config: RunConfig, prep: Prepared, backend: Backend | None) ->
         "config_hash": config_hash,
         "label_range": list(variant_of(config).score_range(prep.dataset)),
         "n_queries": len(prep.queries),
-        "packages": package_versions(),
-        "git": git_commit(),
+        **(shared or Shared()).versions(),  # packages, git
     }
 
 
@@ -107,14 +144,16 @@ class Planned:
     price: Price | None
 
 
-def plan(config: RunConfig) -> Planned:
-    """Build the backend, prompts and config record without calling a model (sweeps use config_hash to reuse runs)."""
+def plan(config: RunConfig, shared: Shared | None = None) -> Planned:
+    """Build the backend, prompts and config record without calling a model (sweeps use config_hash to reuse runs;
+    their cells share one `shared`)."""
     validate(config)  # the same checks as a dry run; only sending needs more (an API key, an installed engine)
     # Built before any work, so that a missing key or engine fails here (the answer model's too).
     backend = None if config.dry_run else variant_of(config).scoring_backend(config, _label_range(config.dataset))
     price = price_of(config, backend)
-    prep = prepare(config)
-    return Planned(backend, prep, config_record(config, prep, backend), price)
+    shared = shared or Shared()
+    prep = prepare(config, shared)
+    return Planned(backend, prep, config_record(config, prep, backend, shared), price)
 
 
 def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
@@ -141,6 +180,10 @@ def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResu
         run_dir = write_run(config.results_dir, claimed.name, record, samples, estimate, claimed=claimed)
         return RunResult(run_dir, estimate)
 
+    # Here, not at the top: numpy loads with the metrics, and a dry run computes none.
+    from harness.scoring.expected import expected_metrics
+    from harness.scoring.metrics import compute_metrics
+
     outcome = variant.evaluate(config, prep, backend, price)
     samples = outcome.samples
     metrics = dict[str, Any](
@@ -161,10 +204,11 @@ def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResu
             if predictions
             else "not written: " + _why_no_submission(samples, len(prep.dataset.examples))
         )
+    records: list[dict[str, Any]] = []  # samples.jsonl's lines as dicts
     run_dir = write_run(
-        config.results_dir, claimed.name, record, samples, metrics, predictions, outcome.files, claimed=claimed
+        config.results_dir, claimed.name, record, samples, metrics, predictions, outcome.files, claimed, records
     )
-    return RunResult(run_dir, metrics)
+    return RunResult(run_dir, metrics, record, tuple(samples), tuple(records))
 
 
 def _split_label(config: RunConfig) -> str:

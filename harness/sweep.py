@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import itertools
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import Any
 
 from harness.config.settings import RunConfig
 from harness.results.claims import claim
-from harness.results.read import finished_runs
+from harness.results.read import Run, finished_runs, written_run
 from harness.results.stage import staged
 from harness.types import HarnessError
 
@@ -61,12 +63,20 @@ def cells(base: RunConfig, grid: Mapping[str, Sequence[Any]]) -> list[RunConfig]
 def run_sweep(base: RunConfig, grid: Mapping[str, Sequence[Any]], log: Callable[[str], None] = print) -> SweepResult:
     """Plan every cell once, first (bad settings fail before any model call), run the unfinished ones with their
     plans, then report."""
-    from harness.reporting.report import write_report  # deferred: matplotlib only when a sweep finishes
-    from harness.runner import plan, run
-
     configs = cells(base, grid)
-    # Planning every cell up front catches a bad template, split or model before any request is sent.
-    planned = [plan(c) for c in configs]
+    with _fewer_full_collections():
+        return _run_sweep(base, grid, configs, log)
+
+
+def _run_sweep(
+    base: RunConfig, grid: Mapping[str, Sequence[Any]], configs: list[RunConfig], log: Callable[[str], None]
+) -> SweepResult:
+    from harness.runner import Shared, plan, run
+
+    # Planning every cell up front catches a bad template, split or model before any request is sent. The
+    # cells share their data (decrypted and parsed once), shot draws, templates and provenance.
+    shared = Shared()
+    planned = [plan(c, shared) for c in configs]
     hashes = [p.record["config_hash"] for p in planned]
     done = {} if base.dry_run else finished_runs(base.results_dir)
     if base.api.batch is not None and not base.dry_run:  # every unfinished cell's requests in one set of batches
@@ -75,6 +85,7 @@ def run_sweep(base: RunConfig, grid: Mapping[str, Sequence[Any]], log: Callable[
         todo = [p for p, h in zip(planned, hashes, strict=True) if h not in done and p.prep.requests]
         prefetch([(p.backend, p.prep.requests, p.price) for p in todo if p.backend is not None], base)
     results = []
+    written: dict[Path, Run] = {}  # the runs made here, as the report would read them back from their folders
     for i, (config, planned_cell, config_hash) in enumerate(zip(configs, planned, hashes, strict=True), start=1):
         label = f"[{i}/{len(configs)}] {Cell(config, config_hash, Path(), False).label}"
         if config_hash in done:
@@ -83,10 +94,27 @@ def run_sweep(base: RunConfig, grid: Mapping[str, Sequence[Any]], log: Callable[
             continue
         result = run(config, planned_cell)
         done[config_hash] = result.run_dir
+        if not base.dry_run:
+            written[result.run_dir] = written_run(
+                result.run_dir, result.config, result.records, result.metrics, result.samples
+            )
         log(f"{label}: {_summary(result.metrics)} -> {result.run_dir}")
         results.append(Cell(config, config_hash, result.run_dir, False, int(result.metrics.get("errors") or 0)))
-    sweep_dir = _write_sweep(base, grid, results, write_report)
+    sweep_dir = _write_sweep(base, grid, results, written)
     return SweepResult(sweep_dir, tuple(results))
+
+
+@contextlib.contextmanager
+def _fewer_full_collections() -> Iterator[None]:
+    """Young generations collected as usual, full garbage collections put off until the sweep ends: a sweep keeps
+    every cell's prompts, samples and records until its report, and each full collection walks all of them (and
+    everything imported) again, a tenth of a grid's CPU by default."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], max(thresholds[2], 1000))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 def _summary(metrics: dict[str, Any]) -> str:
@@ -101,7 +129,7 @@ def _summary(metrics: dict[str, Any]) -> str:
 
 
 def _write_sweep(
-    base: RunConfig, grid: Mapping[str, Sequence[Any]], results: list[Cell], write_report: Callable[..., Any]
+    base: RunConfig, grid: Mapping[str, Sequence[Any]], results: list[Cell], written: dict[Path, Run]
 ) -> Path:
     """Stage sweep.json and the report, then rename the folder into place."""
     results_dir = base.results_dir
@@ -130,5 +158,7 @@ def _write_sweep(
         }
         (staging / "sweep.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         if not base.dry_run:
-            write_report([c.run_dir for c in results], staging / "report")
+            from harness.reporting.report import write_report  # deferred: matplotlib only when a sweep finishes
+
+            write_report([c.run_dir for c in results], staging / "report", loaded=written)
     return claimed.final

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -109,12 +110,76 @@ def test_a_sweep_plans_each_cell_once(tmp_path: Path, monkeypatch: pytest.Monkey
     planned: list[RunConfig] = []
     real_plan = runner.plan
 
-    def counting_plan(config: RunConfig) -> runner.Planned:
+    def counting_plan(config: RunConfig, shared: runner.Shared | None = None) -> runner.Planned:
         planned.append(config)
-        return real_plan(config)
+        return real_plan(config, shared)
 
     monkeypatch.setattr(runner, "plan", counting_plan)  # run() looks plan up in runner's namespace too
     base = RunConfig(model="overlap", dataset="stsb", results_dir=tmp_path, limit=4, progress=False)
     result = run_sweep(base, {"model": ["overlap", "random"], "shots": [0, 2]}, log=lambda line: None)
     assert len(result.cells) == 4 and not any(c.reused for c in result.cells)
     assert sorted((c.model, c.shots) for c in planned) == [("overlap", 0), ("overlap", 2), ("random", 0), ("random", 2)]
+
+
+@pytest.mark.parametrize(
+    ("split", "sampler", "dry_run"),
+    [("validation", "seeded", False), ("validation", "seeded", True), ("test", "reference", False)],
+    ids=["run", "dry-run", "test-split-reference-shots"],  # the reference sampler of test also reads validation
+)
+def test_a_sweep_decrypts_the_archive_once_and_parses_each_file_once(
+    split: str,
+    sampler: str,
+    dry_run: bool,
+    tmp_path: Path,
+    csts_archive: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.datasets import load
+
+    decrypted: list[Path] = []
+    parsed: list[str] = []
+    real_decrypt, real_parse = load.decrypt_release, load.parse_csts_csv
+
+    def counting_decrypt(archive: Path, password: str) -> dict[str, bytes]:
+        decrypted.append(archive)
+        return real_decrypt(archive, password)
+
+    def counting_parse(data: bytes, source: str, split: str) -> tuple:  # type: ignore[type-arg]
+        parsed.append(Path(source).name)
+        return real_parse(data, source, split)
+
+    monkeypatch.setattr(load, "decrypt_release", counting_decrypt)
+    monkeypatch.setattr(load, "parse_csts_csv", counting_parse)
+    archive, password = csts_archive
+    base = RunConfig(model="overlap", archive=archive, password_file=password, results_dir=tmp_path / "results",
+                     split=split, shot_sampler=sampler, dry_run=dry_run, limit=6, progress=False)  # fmt: skip
+    grid = {"model": ["overlap", "random"], "instr": ["none", "short", "long"], "shots": [0, 2]}
+    result = run_sweep(base, grid, log=lambda line: None)
+    assert len(result.cells) == 12
+    assert len(decrypted) == 1
+    assert sorted(parsed) == sorted(set(parsed)) and f"csts_{split}.csv" in parsed and "csts_train.csv" in parsed
+
+
+def test_a_sweep_report_is_the_report_of_its_run_folders(tmp_path: Path, csts_dir: Path) -> None:
+    """The sweep reports from the runs it holds in memory; `report` reads the same runs from their folders. Every
+    file must come out the same, byte for byte."""
+    results = tmp_path / "results"
+    args = _sweep_args(results, csts_dir)
+    assert main([*args, "--parse", "strict"]) == 0
+    (sweep,) = results.glob("sweep-*")
+    assert main(["report", str(sweep), "--out", str(tmp_path / "again")]) == 0
+    written = sorted(p.name for p in (sweep / "report").iterdir())
+    assert written == sorted(p.name for p in (tmp_path / "again").iterdir()) and "index.html" in written
+    for name in written:
+        assert (sweep / "report" / name).read_bytes() == (tmp_path / "again" / name).read_bytes(), name
+
+
+def test_a_sweep_gives_back_the_garbage_collector_settings(tmp_path: Path, csts_dir: Path) -> None:
+    import gc
+
+    before = gc.get_threshold()
+    base = RunConfig(model="overlap", data_dir=csts_dir, results_dir=tmp_path, limit=4, progress=False)
+    run_sweep(base, {"shots": [0, 2]}, log=lambda line: None)
+    with pytest.raises(HarnessError):
+        run_sweep(dataclasses.replace(base, template="missing"), {"shots": [0, 2]}, log=lambda line: None)
+    assert gc.get_threshold() == before

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.calling.batch.options import EXIT_BATCH_PENDING
-from harness.cli.batches import cmd_batches
 from harness.cli.configs import config_from_args, grid_from_args
 from harness.cli.options import Parser, add_data_args, run_parser
 from harness.cli.summary import print_dry_run, print_summary
@@ -210,6 +209,12 @@ def cmd_overlap(argv: Sequence[str]) -> int:
     print(f"{a.dataset}: pool {a.pool} ({len(pool):,} rows) vs evaluated {a.eval} ({len(evaluated):,} rows)")
     print(format_overlap(overlap(pool, evaluated), a.pool, a.eval), end="")
     return 0
+
+
+def cmd_batches(argv: Sequence[str]) -> int:
+    from harness.cli.batches import cmd_batches as batches  # deferred: the batch store loads only for this command
+
+    return batches(argv)
 
 
 COMMANDS = {  # keys as in options.COMMAND_HELP, which `run_eval.py --help` lists

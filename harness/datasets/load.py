@@ -8,6 +8,7 @@ import io
 import math
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.datasets.release import OBTAIN_HINT, SPLIT_FILES, decrypt_release, read_password
@@ -126,10 +127,35 @@ def _decode(data: bytes, source: str) -> str:
         raise HarnessError(f"{source} is not UTF-8 text") from None
 
 
+Source = tuple[Path | None, Path | None, Path | None]  # (data_dir, archive, password_file) of a load
+
+
+@dataclass
+class LoadCache:
+    """What loads already read, kept for as long as this object lives: the cells of a sweep share one, so each
+    archive is decrypted and each split file parsed once per sweep, not once per cell. Keyed by the loads' own
+    arguments; a failed load keeps nothing (the next cell fails the same way)."""
+
+    files: dict[Source, tuple[dict[str, bytes], str]] = field(default_factory=dict)
+    splits: dict[tuple[Source, str], tuple[Example, ...]] = field(default_factory=dict)
+    datasets: dict[tuple[str, str, Source], Dataset] = field(default_factory=dict)
+
+
 def read_csts_files(
-    data_dir: Path | None, archive: Path | None, password_file: Path | None
+    data_dir: Path | None, archive: Path | None, password_file: Path | None, cache: LoadCache | None = None
 ) -> tuple[dict[str, bytes], str]:
     """Raw split files from the archive (decrypted in memory) or a directory; returns (files, origin)."""
+    if cache is None:
+        return _read_csts_files(data_dir, archive, password_file)
+    key = (data_dir, archive, password_file)
+    if key not in cache.files:
+        cache.files[key] = _read_csts_files(data_dir, archive, password_file)
+    return cache.files[key]
+
+
+def _read_csts_files(
+    data_dir: Path | None, archive: Path | None, password_file: Path | None
+) -> tuple[dict[str, bytes], str]:
     if archive is not None:
         password = os.environ.get("CSTS_PASSWORD")
         if password_file is not None:
@@ -155,18 +181,30 @@ def read_csts_files(
 
 
 def load_csts(
-    split: str, data_dir: Path | None = None, archive: Path | None = None, password_file: Path | None = None
+    split: str,
+    data_dir: Path | None = None,
+    archive: Path | None = None,
+    password_file: Path | None = None,
+    cache: LoadCache | None = None,
 ) -> Dataset:
     """The evaluated split plus the train split as the few-shot pool."""
-    files, origin = read_csts_files(data_dir, archive, password_file)
+    files, origin = read_csts_files(data_dir, archive, password_file, cache)
     needed = {f"csts_{s}.csv" for s in ("train", split)}
     absent = sorted(needed - files.keys())
     if absent:
         raise HarnessError(f"{origin} has no {', '.join(absent)}: {OBTAIN_HINT}")
-    examples = parse_csts_csv(files[f"csts_{split}.csv"], f"{origin}/csts_{split}.csv", split)
-    pool = (
-        examples if split == "train" else parse_csts_csv(files["csts_train.csv"], f"{origin}/csts_train.csv", "train")
-    )
+
+    def rows(name: str) -> tuple[Example, ...]:  # one split file, parsed once per cache
+        key = ((data_dir, archive, password_file), name)
+        if cache is not None and key in cache.splits:
+            return cache.splits[key]
+        examples = parse_csts_csv(files[f"csts_{name}.csv"], f"{origin}/csts_{name}.csv", name)
+        if cache is not None:
+            cache.splits[key] = examples
+        return examples
+
+    examples = rows(split)
+    pool = examples if split == "train" else rows("train")
     hashes = {name: sha256(files[name]) for name in sorted(needed)}
     return Dataset("csts", split, examples, pool, LABEL_RANGES["csts"], hashes)
 
@@ -189,15 +227,21 @@ def load_dataset(
     data_dir: Path | None = None,
     archive: Path | None = None,
     password_file: Path | None = None,
+    cache: LoadCache | None = None,
 ) -> Dataset:
-    """Dispatch on the dataset name; unknown names and splits are one clear error."""
+    """Dispatch on the dataset name; unknown names and splits are one clear error. With `cache`, a split
+    loaded before with the same arguments is returned as it was (Datasets are immutable)."""
     if name not in SPLITS:
         raise HarnessError(f"unknown dataset {name!r}; choose from {', '.join(SPLITS)}")
     if split not in SPLITS[name]:
         raise HarnessError(f"dataset {name} has no split {split!r}; choose from {', '.join(SPLITS[name])}")
-    if name == "csts":
-        return load_csts(split, data_dir, archive, password_file)
-    return load_stsb(split)
+    key = (name, split, (data_dir, archive, password_file))
+    if cache is not None and key in cache.datasets:
+        return cache.datasets[key]
+    dataset = load_csts(split, data_dir, archive, password_file, cache) if name == "csts" else load_stsb(split)
+    if cache is not None:
+        cache.datasets[key] = dataset
+    return dataset
 
 
 def pair_key(example: Example) -> tuple[str, str]:

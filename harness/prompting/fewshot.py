@@ -12,7 +12,7 @@ import random
 from collections.abc import Sequence
 
 from harness.config.settings import RunConfig
-from harness.datasets.load import load_dataset, pair_key
+from harness.datasets.load import LoadCache, load_dataset, pair_key
 from harness.types import Dataset, Example, HarnessError
 
 
@@ -43,15 +43,24 @@ class ShotPicker:
             units = [(e,) for e in pool]
         self.units: list[tuple[Example, ...]] = units
         self._unit_keys = [pair_key(u[0]) for u in units]
+        # Shots already drawn: the cells of a sweep that differ only in the instruction share one picker, and a
+        # query's shots depend only on (seed, its id, its sentence pair, k).
+        self._picked: dict[tuple[str, tuple[str, str], int], tuple[Example, ...]] = {}
 
     def pick(self, query: Example, k: int) -> tuple[Example, ...]:
         """k shots; an odd k drops the last pair's second condition, as the reference code does."""
         if k <= 0:
             return ()
+        own = pair_key(query)
+        key = (query.id, own, k)
+        if key not in self._picked:
+            self._picked[key] = self._draw(query.id, own, k)
+        return self._picked[key]
+
+    def _draw(self, query_id: str, own: tuple[str, str], k: int) -> tuple[Example, ...]:
         per_unit = len(self.units[0]) if self.units else 1
         n_units = -(-k // per_unit)
-        own = pair_key(query)
-        rng = query_rng(self.seed, f"shots/{self.dataset}", query.id)
+        rng = query_rng(self.seed, f"shots/{self.dataset}", query_id)
         # One spare draw covers the case where a drawn unit is the query's own sentence pair.
         drawn = rng.sample(range(len(self.units)), min(n_units + 1, len(self.units)))
         chosen = [self.units[i] for i in drawn if self._unit_keys[i] != own][:n_units]
@@ -145,8 +154,9 @@ class ReferencePicker:
         return rows[ix]
 
 
-def make_picker(config: RunConfig, dataset: Dataset) -> ShotPicker | ReferencePicker:
-    """The run's shot sampler. `dataset` is the split as filed (before --labels/--subset filtering)."""
+def make_picker(config: RunConfig, dataset: Dataset, cache: LoadCache | None = None) -> ShotPicker | ReferencePicker:
+    """The run's shot sampler. `dataset` is the split as filed (before --labels/--subset filtering); `cache`:
+    the sweep's loaded splits (the reference sampler of the test split also reads validation)."""
     if config.shot_sampler not in SAMPLERS:
         raise HarnessError(f"unknown --shot-sampler {config.shot_sampler!r}; choose from {', '.join(SAMPLERS)}")
     if config.shot_sampler == "seeded":
@@ -154,7 +164,9 @@ def make_picker(config: RunConfig, dataset: Dataset) -> ShotPicker | ReferencePi
     sizes = {"train": len(dataset.pool), dataset.split: len(dataset.examples)}
     if dataset.split == "test":  # the reference walks validation before test
         sizes["validation"] = len(
-            load_dataset(dataset.name, "validation", config.data_dir, config.archive, config.password_file).examples
+            load_dataset(
+                dataset.name, "validation", config.data_dir, config.archive, config.password_file, cache
+            ).examples
         )
     seed = REFERENCE_SEED if config.shot_seed is None else config.shot_seed
     return ReferencePicker(dataset.name, dataset.pool, dataset.split, sizes, seed)

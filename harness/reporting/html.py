@@ -29,7 +29,14 @@ SAMPLE_FIELDS += ("output", "prompt", "refusal", "served_model", "input_tokens",
 def json_for_script(obj: Any) -> str:
     """JSON safe inside <script type="application/json">: no "<" (so no "</script>" or "<!--"), no bare "&",
     no line separators JavaScript would choke on, and no NaN (JSON has none: it becomes null)."""
-    text = json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    try:
+        # Straight to json's C encoder when it writes what the walk through _finite would (every number finite,
+        # every key a str): the walk costs far more than the encoding on a sweep's tens of thousands of samples.
+        if not _str_keys(obj):
+            raise ValueError("a key that is no str: _finite converts it")
+        text = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=_numpy_scalar)
+    except ValueError:  # NaN or infinity somewhere (allow_nan=False), or a key to convert
+        text = json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     for raw, safe in (
         ("<", "\\u003c"),
         (">", "\\u003e"),
@@ -51,6 +58,32 @@ def _finite(obj: Any) -> Any:
     if hasattr(obj, "item"):  # numpy scalars
         return _finite(obj.item())
     return obj
+
+
+def _numpy_scalar(obj: Any) -> Any:
+    """json's `default`: numpy scalars as their Python value, as _finite makes them; nothing else is JSON."""
+    if hasattr(obj, "item"):
+        return obj.item()
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _str_keys(obj: Any) -> bool:
+    """Whether every dict inside has only str keys (json writes True as "true" where _finite writes "True").
+    A list of plain scalars (a sample row) is passed over in one C-level look at its element types."""
+    todo = [obj]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            if not _SCALARS.issuperset(map(type, item.values())):
+                todo.extend(item.values())
+            if not all(type(k) is str for k in item):
+                return False
+        elif isinstance(item, list | tuple) and not _SCALARS.issuperset(map(type, item)):
+            todo.extend(item)
+    return True
 
 
 def _clip(text: str | None) -> str | None:
@@ -186,28 +219,32 @@ def write_html(table: pd.DataFrame, runs: Sequence[Run], plots: Sequence[Path], 
     """Assemble index.html from the template, its CSS and JS, the tables, the plots and every run's samples."""
     title = report_title(table)
     prompts: dict[str, int] = {}
-    data_blocks = []
+    data: list[str] = []  # the data blocks' pieces, "\n" between blocks
     metas = []
     for r, run in zip(table.itertuples(), runs, strict=True):
         metas.append(run_meta(r, run))
         if not r.dry_run:
             block = {"fields": list(SAMPLE_FIELDS), "rows": sample_rows(run, prompts)}
-            data_blocks.append(_script(f"samples-{r.ref}", block))
-    data_blocks.append(_script("prompts", list(prompts)))
-    data_blocks.append(_script("report-data", {"title": title, "runs": metas, "reasons": list(REASONS)}))
+            data += [*_script(f"samples-{r.ref}", block), "\n"]
+    data += [*_script("prompts", list(prompts)), "\n"]
+    data += _script("report-data", {"title": title, "runs": metas, "reasons": list(REASONS)})
     parts = {
-        "TITLE": esc(title),
-        "STYLE": (ASSETS / "report.css").read_text(encoding="utf-8"),
-        "BODY": body_html(table, title, group_tables(table), runs_table(table), _plot_html(plots)),
-        "DATA": "\n".join(data_blocks),
-        "SCRIPT": (ASSETS / "report.js").read_text(encoding="utf-8"),
+        "TITLE": [esc(title)],
+        "STYLE": [(ASSETS / "report.css").read_text(encoding="utf-8")],
+        "BODY": [body_html(table, title, group_tables(table), runs_table(table), _plot_html(plots))],
+        "DATA": data,
+        "SCRIPT": [(ASSETS / "report.js").read_text(encoding="utf-8")],
     }
     template = (ASSETS / "report.html").read_text(encoding="utf-8")
-    # One pass, so nothing inserted (a model's reply, say) is ever read as a placeholder itself.
-    page = re.sub(r"@@([A-Z]+)@@", lambda m: parts[m.group(1)], template)
-    path.write_text(page, encoding="utf-8")  # into the report's staging folder, renamed into place whole
+    # One pass over the template, so nothing inserted (a model's reply, say) is ever read as a placeholder itself;
+    # the pieces are written as they are, never joined into one page-sized string (tens of MB for a sweep).
+    pieces = re.split(r"@@([A-Z]+)@@", template)  # text, placeholder name, text, ...
+    with path.open("w", encoding="utf-8") as f:  # into the report's staging folder, renamed into place whole
+        for i, piece in enumerate(pieces):
+            f.writelines(parts[piece] if i % 2 else [piece])
     return path
 
 
-def _script(element_id: str, obj: Any) -> str:
-    return f'<script type="application/json" id="{esc(element_id)}">{json_for_script(obj)}</script>'
+def _script(element_id: str, obj: Any) -> list[str]:
+    """A <script type="application/json"> element holding obj, in pieces."""
+    return [f'<script type="application/json" id="{esc(element_id)}">', json_for_script(obj), "</script>"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from harness.results.read import REASONS, Run, expand, load_run
 from harness.results.stage import staged
 from harness.scoring.metrics import compute_metrics, pearson, spearman
 from harness.scoring.parsing import fallback_score
-from harness.scoring.stats import bootstrap_ci, fallback_spread
+from harness.scoring.stats import Interval, bootstrap_ci, fallback_spread
 from harness.types import HarnessError, Scored
 
 N_BOOTSTRAP = 1000
@@ -34,13 +34,10 @@ def groups_of(run: Run, samples: Sequence[Scored]) -> list[str] | None:
     return [s.pair if s.pair is not None else str(int(s.id) // 2) for s in samples]
 
 
-# Cells of a sweep share query ids, so one report asks for the same draw many times (a hash and a Random each).
-_draw = functools.lru_cache(maxsize=1 << 18)(fallback_score)
-
-
 def _fallback_draws(run: Run, invalid: Sequence[Scored], seeds: int) -> np.ndarray:
-    """The fallback draws the runner would have made for the invalid items under seeds 0..seeds-1."""
-    return np.array([[_draw(seed, s.id, run.label_range) for s in invalid] for seed in range(seeds)])
+    """The fallback draws the runner would have made for the invalid items under seeds 0..seeds-1 (cached: the
+    cells of a sweep share query ids)."""
+    return np.array([[fallback_score(seed, s.id, run.label_range) for s in invalid] for seed in range(seeds)])
 
 
 def summarize(run: Run, n_bootstrap: int = N_BOOTSTRAP, fallback_seeds: int = FALLBACK_SEEDS) -> dict[str, Any]:
@@ -84,7 +81,8 @@ def summarize(run: Run, n_bootstrap: int = N_BOOTSTRAP, fallback_seeds: int = FA
         for key in ("invalid_strict_pct", "spearman_strict", "pearson_strict", "spearman_strict_note"):
             row[key] = m.get(key)
     if scored:
-        ci = bootstrap_ci(pred, gold, groups_of(run, scored), n_bootstrap, seed=0)
+        groups = groups_of(run, scored)
+        ci = _bootstrap_ci(tuple(pred), tuple(gold), None if groups is None else tuple(groups), n_bootstrap)
         for name in ("spearman", "pearson"):
             row[f"{name}_lo"], row[f"{name}_hi"] = ci[name].low, ci[name].high
         invalid = [not s.valid for s in scored]
@@ -97,6 +95,15 @@ def summarize(run: Run, n_bootstrap: int = N_BOOTSTRAP, fallback_seeds: int = FA
     row["run"] = run.run_dir.name
     row["run_dir"] = str(run.run_dir)
     return row
+
+
+@functools.lru_cache(maxsize=64)
+def _bootstrap_ci(
+    pred: tuple[float, ...], gold: tuple[float, ...], groups: tuple[str, ...] | None, n_bootstrap: int
+) -> dict[str, Interval]:
+    """bootstrap_ci, kept for runs that score the same items alike (a baseline that ignores instruction and shots
+    in every cell of a sweep, one run listed twice): its resamples are most of a report's time."""
+    return bootstrap_ci(pred, gold, groups, n_bootstrap, seed=0)
 
 
 def _mismatch(recomputed: dict[str, Any], stored: dict[str, Any]) -> str:
@@ -170,8 +177,10 @@ def _nan(v: object) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
 
-def load_runs(run_dirs: Sequence[Path]) -> list[Run]:
-    runs = [load_run(d) for d in run_dirs]
+def load_runs(run_dirs: Sequence[Path], loaded: Mapping[Path, Run] | None = None) -> list[Run]:
+    """The runs of these folders; `loaded`: runs already in memory by folder (a sweep's, just written)."""
+    loaded = loaded or {}
+    runs = [loaded[d] if d in loaded else load_run(d) for d in run_dirs]
     if not runs:
         raise HarnessError("no run folders to report on")
     return runs
@@ -194,13 +203,19 @@ def build_table(
     return attach_published(table, load_published() if published is None else published, identities)
 
 
-def write_report(run_paths: Sequence[Path], out_dir: Path, published: list[Published] | None = None) -> Path:
-    """Stage every report file (md, csv, tex, png, html), then rename the folder into place (replacing an old one)."""
+def write_report(
+    run_paths: Sequence[Path],
+    out_dir: Path,
+    published: list[Published] | None = None,
+    loaded: Mapping[Path, Run] | None = None,
+) -> Path:
+    """Stage every report file (md, csv, tex, png, html), then rename the folder into place (replacing an old one).
+    `loaded`: runs of these folders already in memory (a sweep's report does not read back what it just wrote)."""
     from harness.reporting.html import write_html
     from harness.reporting.markdown import render_report
     from harness.reporting.plots import plot_invalid, plot_spearman_vs_k
 
-    runs = load_runs(expand(run_paths))
+    runs = load_runs(expand(run_paths), loaded)
     table = build_table(runs, published)
     with staged(out_dir) as staging:  # an old report folder there is replaced only once the new one is whole
         plots = plot_spearman_vs_k(table, staging / "spearman_vs_k.png")

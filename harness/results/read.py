@@ -27,6 +27,7 @@ __all__ = [
     "reason_of",
     "setting",
     "sweep_run_dirs",
+    "written_run",
 ]
 _SCORED_FIELDS = {f.name for f in dataclasses.fields(Scored)}
 # Per-sample fields newer runners write beside Scored's (finish_reason, usage, served_model, refusal, reason).
@@ -150,14 +151,41 @@ def load_run(run_dir: Path) -> Run:
     try:
         config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
         records = read_samples(run_dir)
-        samples = tuple(_scored(r) for r in records)
         metrics_path = run_dir / "metrics.json"
         stored = json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.exists() else {}
-        label_range = (float(config["label_range"][0]), float(config["label_range"][1]))
-        extras = tuple({k: r.get(k) for k in EXTRA_FIELDS} | {"reason": reason_of(r, label_range)} for r in records)
+        return _run(run_dir, config, records, stored)
     except (OSError, ValueError, TypeError, KeyError) as e:
         raise HarnessError(f"{run_dir} is not a readable run folder: {e}") from None
-    return Run(run_dir, config, samples, stored, extras)
+
+
+def written_run(
+    run_dir: Path,
+    config: dict[str, Any],
+    records: Sequence[dict[str, Any]],
+    metrics: dict[str, Any],
+    samples: Sequence[Scored] | None = None,
+) -> Run:
+    """The Run that load_run would read back from a folder the runner just wrote, without reading it: config.json
+    and metrics.json go through JSON as they did on their way to disk; `records` are the dicts samples.jsonl's
+    lines were dumped from, which JSON gives back equal (shot_ids as a list, made a tuple as load_run does).
+    `samples`: the Scored those records were made from (results/write.py sample_record), which are what
+    load_run builds from them, field for field; given, they are used as they are instead of being built again."""
+    config = _via_json(config)
+    scored = tuple(samples) if samples is not None else tuple(_scored(r) for r in records)
+    return Run(run_dir, config, scored, _via_json(metrics), _extras(records, config))
+
+
+def _via_json(obj: dict[str, Any]) -> dict[str, Any]:
+    return dict(json.loads(json.dumps(obj, ensure_ascii=False, default=str)))  # default=str: as write_run writes
+
+
+def _run(run_dir: Path, config: dict[str, Any], records: Sequence[dict[str, Any]], stored: dict[str, Any]) -> Run:
+    return Run(run_dir, config, tuple(_scored(r) for r in records), stored, _extras(records, config))
+
+
+def _extras(records: Sequence[dict[str, Any]], config: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    label_range = (float(config["label_range"][0]), float(config["label_range"][1]))
+    return tuple({k: r.get(k) for k in EXTRA_FIELDS} | {"reason": reason_of(r, label_range)} for r in records)
 
 
 def expand(paths: Sequence[Path]) -> list[Path]:

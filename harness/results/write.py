@@ -30,8 +30,16 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False, default=str) + "\n"
 
 
+_FIELDS = tuple(f.name for f in dataclasses.fields(Scored))
+
+
 def sample_record(s: Scored) -> dict[str, Any]:
-    record = dataclasses.asdict(s) | {"shot_ids": list(s.shot_ids)}
+    """One samples.jsonl line as a dict: dataclasses.asdict's result, without its deep copy of every value
+    (a sample's values are strings, numbers and one flat usage dict, copied here)."""
+    record = {name: getattr(s, name) for name in _FIELDS}
+    record["shot_ids"] = list(s.shot_ids)
+    if s.usage is not None:
+        record["usage"] = dict(s.usage)
     if s.expected is None and s.expected_mass is None:  # --scoring expected only: parsed runs keep their layout
         del record["expected"], record["expected_mass"]
     return record
@@ -60,15 +68,21 @@ def write_run(
     test_predictions: Mapping[str, float] | None = None,
     extra_files: Mapping[str, str] | None = None,
     claimed: Claim | None = None,
+    records: list[dict[str, Any]] | None = None,
 ) -> Path:
     """Stage the whole folder, then rename it onto the folder claimed at the start: a killed run leaves no
-    half-written results. Without `claimed`, the folder is claimed now (and must be free)."""
+    half-written results. Without `claimed`, the folder is claimed now (and must be free). `records`, when
+    given, receives each sample's record as it went into samples.jsonl (read back without the file)."""
     claimed = claimed or claim(results_dir, run_id, explicit=True)
     with staged(claimed) as staging:
         (staging / "config.json").write_text(_json(config), encoding="utf-8")
         with open(staging / "samples.jsonl", "w", encoding="utf-8") as f:
+            dumps = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps' own encoder, built once
             for s in samples:
-                f.write(json.dumps(sample_record(s), ensure_ascii=False) + "\n")
+                record = sample_record(s)
+                f.write(dumps(record) + "\n")
+                if records is not None:
+                    records.append(record)
         if metrics is not None:
             (staging / "metrics.json").write_text(_json(metrics), encoding="utf-8")
         if test_predictions is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from harness.prompting.fewshot import query_rng
@@ -21,6 +22,9 @@ def parse_score(text: str | None) -> float | None:
     return float(match.group()) if match else None
 
 
+# Cached: the cells of a sweep, and a report's runs, ask for the same (seed, query) draws over and over, and each
+# costs a sha256 and a Random.
+@functools.lru_cache(maxsize=1 << 18)
 def fallback_score(seed: int, query_id: str, label_range: tuple[float, float]) -> float:
     """Deshpande et al. 2023, App. A.3: invalid -> y ~ U[lo, hi], seeded per (seed, query) for reruns."""
     lo, hi = label_range
@@ -69,6 +73,7 @@ def is_echo(text: str) -> bool:
     return re.search(r"\b(?:output|answer|score|rating)\s*:", after_key, re.I) is None
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure; a sweep's cells, and a baseline's answers, repeat their replies
 def reason_code(
     text: str | None,
     parsed: float | None,

@@ -8,8 +8,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from harness.calling.backends import make_embedding_backend
 from harness.calling.backends.base import Backend
 from harness.calling.dispatch import call
@@ -40,6 +38,8 @@ PLACEHOLDER = "<answer>"  # in a dry run's samples, for answers not yet asked fo
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine similarity; 0.0 when either vector is all zeros."""
+    import numpy as np  # here, not at the top: a dry run of any variant loads no numpy
+
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     norm = float(np.linalg.norm(x) * np.linalg.norm(y))
     return float(x @ y) / norm if norm else 0.0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.datasets.load import load_dataset, parse_csts_csv, parse_stsb_tsv
+from harness.datasets.load import LoadCache, load_dataset, parse_csts_csv, parse_stsb_tsv
 from harness.types import HarnessError
 from tests.conftest import csv_bytes, synthetic_rows
 
@@ -153,3 +153,31 @@ def test_unknown_dataset_and_split() -> None:
         load_dataset("sick", "validation")
     with pytest.raises(HarnessError, match="stsb has no split 'test'"):
         load_dataset("stsb", "test")
+
+
+def test_a_load_cache_keeps_what_it_read_and_nothing_that_failed(
+    tmp_path: Path, csts_archive: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.datasets import load
+
+    archive, password = csts_archive
+    decrypted: list[Path] = []
+    real = load.decrypt_release
+
+    def counting(archive: Path, password: str) -> dict[str, bytes]:
+        decrypted.append(archive)
+        return real(archive, password)
+
+    monkeypatch.setattr(load, "decrypt_release", counting)
+    cache = LoadCache()
+    first = load_dataset("csts", "validation", archive=archive, password_file=password, cache=cache)
+    assert load_dataset("csts", "validation", archive=archive, password_file=password, cache=cache) is first
+    test = load_dataset("csts", "test", archive=archive, password_file=password, cache=cache)
+    assert test.pool is first.pool and len(decrypted) == 1  # one decryption, the train split parsed once
+    assert load_dataset("csts", "validation", archive=archive, password_file=password) == first  # no cache: reads
+    wrong = tmp_path / "WRONG"
+    wrong.write_text("not it\n")
+    for _ in range(2):  # a failure is not kept: the next load fails the same way
+        with pytest.raises(HarnessError, match="wrong password"):
+            load_dataset("csts", "validation", archive=archive, password_file=wrong, cache=cache)
+    assert len(decrypted) == 4

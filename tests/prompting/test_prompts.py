@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from harness.datasets.load import load_dataset
-from harness.prompting.render import PromptRenderer, template_name
+from harness.prompting.render import TEMPLATES_DIR, PromptRenderer, template_name
 from harness.types import Example, HarnessError
 from tests.conftest import SHARED, SHARED_ARCHIVE, SHARED_PASSWORD, requires_shared
 
@@ -128,3 +129,23 @@ def test_a_directory_or_fifo_named_like_a_template_is_refused(tmp_path: Path) ->
         PromptRenderer(str(tmp_path / "d.j2"))
     with pytest.raises(HarnessError, match=r"f.j2 is a FIFO \(named pipe\), not a file"):
         PromptRenderer(str(tmp_path / "f.j2"))
+
+
+def test_templates_render_as_under_jinja2s_own_environment(tmp_path: Path) -> None:
+    """PromptRenderer's Environment keeps each template's globals in a plain dict (cheaper contexts, one per render
+    and per include): every bundled template, and one that uses jinja2's globals, renders exactly as before."""
+    import jinja2
+
+    own = tmp_path / "globals.j2"
+    own.write_text('{% set ns = namespace(n=0) %}{% for i in range(3) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}'
+                   '{{ dict(a=1)["a"] }}{% set c = cycler("x", "y") %}{{ c.next() }}{{ c.next() }}'
+                   '{% include "csts/none.j2" %}')  # fmt: skip
+    fields = {"sentence1": " a b ", "sentence2": "c", "condition": "C.", "answer1": "x", "answer2": "y", "label": 4.0}
+    query, shot = SimpleNamespace(**fields), SimpleNamespace(**fields)
+    names = [*sorted(p.relative_to(TEMPLATES_DIR).as_posix() for p in TEMPLATES_DIR.rglob("*.j2")), str(own)]
+    for name in names:
+        ours = PromptRenderer(name)
+        plain = jinja2.Environment(loader=ours.env.loader, undefined=jinja2.StrictUndefined, autoescape=False)
+        extra = {"sentence": " s ", "question": "What?"}  # qa-answer.j2's own variables
+        expected = plain.get_template(ours.name).render(query=query, shots=[shot, shot], **extra)
+        assert ours.render(query, [shot, shot], **extra) == expected, name  # type: ignore[arg-type]

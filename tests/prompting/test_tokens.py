@@ -14,6 +14,7 @@ from harness.prompting.tokens import (
     CHARS_PER_TOKEN,
     ENCODINGS_DIR,
     SHA256,
+    _ranks,
     count_tokens,
     counter,
     encoding,
@@ -39,6 +40,7 @@ def test_shipped_encodings_are_tiktokens_own(name: str, tmp_path: Path, monkeypa
     (tmp_path / hashlib.sha1(url.encode()).hexdigest()).write_bytes(data)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     spec = getattr(public, name)()
+    assert _ranks(name) == spec["mergeable_ranks"]  # our reader of the file is tiktoken's, token for token
     ours = encoding(name)
     assert ours._pat_str == spec["pat_str"] and ours._special_tokens == spec["special_tokens"]
     reference = __import__("tiktoken").Encoding(**spec)

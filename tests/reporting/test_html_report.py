@@ -9,9 +9,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
-from harness.reporting.html import json_for_script
+from harness.reporting.html import _finite, json_for_script
 from harness.reporting.report import write_report
 from tests.synthetic_runs import make_run
 
@@ -42,6 +43,25 @@ def test_json_in_a_script_element_cannot_close_it() -> None:
     text = json_for_script({"a": "</script><!-- & \u2028", "b": float("nan")})
     assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
     assert json.loads(text) == {"a": "</script><!-- & \u2028", "b": None}
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"rows": [["1", 2.5, None, True, 3, "a<b & c\u2029"]] * 3, "fields": ("id", "x")},
+        [1.0, float("inf"), [float("nan")], {"k": -float("inf")}],  # non-finite: null, by the slow path
+        {"n": np.int64(3), "f": np.float32(0.5), "d": np.float64(2.25), "b": np.bool_(True), "nan": np.float64("nan")},
+        {7: "int key", 2.5: "float key", True: "bool key", None: "None key", "s": {False: 0}},  # keys as str() has them
+        [("tuple", 1), [], {}, "", 0],
+    ],
+    ids=["rows", "non-finite", "numpy", "keys", "containers"],
+)
+def test_json_for_script_writes_what_the_finite_walk_writes(obj: Any) -> None:
+    """The C-encoder path must give the page exactly what json.dumps(_finite(obj)) gives, whatever it is handed."""
+    slow = json.dumps(_finite(obj), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    for raw in "<>&\u2028\u2029":
+        slow = slow.replace(raw, f"\\u{ord(raw):04x}")
+    assert json_for_script(obj) == slow
 
 
 def test_the_page_is_self_contained_and_escapes_what_models_wrote(tmp_path: Path) -> None:

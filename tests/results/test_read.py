@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.results.read import expand, finished_runs, load_run, reason_of, setting, sweep_run_dirs
+from harness.results.read import expand, finished_runs, load_run, reason_of, setting, sweep_run_dirs, written_run
 from harness.results.write import write_run
 from harness.types import HarnessError, Scored
 
@@ -85,3 +85,21 @@ def test_finished_runs_are_the_newest_complete_answered_ones(tmp_path: Path) -> 
     run_folder(tmp_path, "other", CONFIG | {"config_hash": "h2"}, metrics=None).joinpath("metrics.json").unlink()
     assert finished_runs(tmp_path) == {"h1": newest}
     assert finished_runs(tmp_path / "nowhere") == {}
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"model": "overlap", "shots": 2}, {"model": "random", "parse": "strict", "split": "test"}],
+    ids=["overlap", "random-strict-test"],
+)
+def test_written_run_is_what_load_run_reads_back(settings: dict, tmp_path: Path, csts_dir: Path) -> None:
+    """A sweep reports from written_run (what it holds in memory); `report` from load_run (the folder): the same."""
+    from harness.config.settings import RunConfig
+    from harness.runner import run
+
+    config = RunConfig(data_dir=csts_dir, results_dir=tmp_path, limit=8, progress=False, **settings)
+    result = run(config)
+    read = load_run(result.run_dir)
+    assert written_run(result.run_dir, result.config, result.records, result.metrics) == read
+    assert written_run(result.run_dir, result.config, result.records, result.metrics, result.samples) == read
+    assert len(read.samples) == 8

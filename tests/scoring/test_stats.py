@@ -96,3 +96,22 @@ def test_fallback_spread_redraws_only_the_invalid_items() -> None:
         expected.append(spearman(x, gold))
     assert spread["spearman"][0] == pytest.approx(np.mean(expected))
     assert spread["spearman"][1] == pytest.approx(np.std(expected, ddof=1))
+
+
+def test_weighted_pearson_is_bit_for_bit_the_textbook_formula() -> None:
+    """It reuses its products to save passes over B×n arrays; the numbers (hence every CI) must not move at all."""
+
+    def textbook(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+        total = w.sum(axis=1, keepdims=True)
+        mx, my = (w * x).sum(axis=1, keepdims=True) / total, (w * y).sum(axis=1, keepdims=True) / total
+        dx, dy = x - mx, y - my
+        cov, vx, vy = (w * dx * dy).sum(axis=1), (w * dx * dx).sum(axis=1), (w * dy * dy).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = 100.0 * cov / np.sqrt(vx * vy)
+        return np.where((vx > 1e-20 * (w * x * x).sum(axis=1)) & (vy > 1e-20 * (w * y * y).sum(axis=1)), r, np.nan)
+
+    pred, gold = _data(700, 1.5)
+    w = resample_weights(cluster_ids(np.arange(700) // 2), 50, np.random.default_rng(3))
+    ranks = weighted_ranks(pred, w), weighted_ranks(gold, w)
+    for x, y in ((pred, gold), ranks, (np.full(700, 3.0), gold)):
+        assert np.array_equal(weighted_pearson(x, y, w), textbook(x, y, w), equal_nan=True)

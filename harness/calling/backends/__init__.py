@@ -70,7 +70,7 @@ def chat_mode(config: RunConfig) -> bool:
     except HarnessError:
         return False
     if name == "openai":
-        from harness.calling.backends.openai import default_chat
+        from harness.calling.backends.openai_names import default_chat  # not .openai: no SDK for a name rule
 
         return default_chat(config.model, config.api.base_urls)
     return name == "anthropic"
@@ -85,10 +85,12 @@ def output_budget(config: RunConfig, request: Request) -> int:
         return request.max_tokens
     if name != "openai":
         return request.max_tokens
-    from harness.calling.backends import openai
+    from harness.calling.backends import openai_names  # not .openai: a dry run imports no SDK
 
-    reasoning = config.api.reasoning if config.api.reasoning is not None else openai.is_reasoning_model(config.model)
-    return openai.output_budget(request, reasoning, config.api.reasoning_tokens)
+    reasoning = config.api.reasoning
+    if reasoning is None:
+        reasoning = openai_names.is_reasoning_model(config.model)
+    return openai_names.output_budget(request, reasoning, config.api.reasoning_tokens)
 
 
 def check_scoring(config: RunConfig) -> None:

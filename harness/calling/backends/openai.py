@@ -13,7 +13,6 @@ each attempt goes to the server with the fewest requests in flight.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -29,14 +28,16 @@ from harness.calling.backends.base import (
 )
 from harness.calling.backends.http import Route
 from harness.calling.backends.openai_errors import count, sdk_errors
+from harness.calling.backends.openai_names import (  # the pure name rules, shared with --dry-run
+    DEFAULT_REASONING_TOKENS,
+    default_chat,
+    is_reasoning_model,
+    output_budget,
+)
 from harness.calling.limits import rate_limit
 from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
-# o1, o3-mini, o4-mini, gpt-5, gpt-5-mini ... but not gpt-5-chat-latest, which is a plain chat model.
-_REASONING = re.compile(r"^(o\d|gpt-5)(?!.*-chat)")
-_OPENAI_CHAT_NAMES = re.compile(r"^(gpt-|chatgpt|o\d)")
-DEFAULT_REASONING_TOKENS = 2048
 CHAT_ENDPOINT, RAW_ENDPOINT = "/v1/chat/completions", "/v1/completions"
 
 
@@ -47,24 +48,6 @@ def http_client() -> openai.DefaultAioHttpClient | None:
         return openai.DefaultAioHttpClient()
     except RuntimeError:  # aiohttp missing: the SDK's default httpx transport
         return None
-
-
-def default_chat(model: str, base_urls: Sequence[str]) -> bool:
-    """Chat for hosted OpenAI and for OpenAI's own model names behind a gateway (chat-only models); raw text
-    for any other model on an OpenAI-compatible server, as the paper sent open models."""
-    return not base_urls or bool(_OPENAI_CHAT_NAMES.match(model))
-
-
-def is_reasoning_model(model: str) -> bool:
-    """Whether the name is one of OpenAI's reasoning models (no temperature, reasoning billed as output)."""
-    return bool(_REASONING.match(model))
-
-
-def output_budget(request: Request, reasoning: bool, reasoning_tokens: int) -> int:
-    """The most output tokens a request can be billed for: a reasoning model bills its hidden reasoning as
-    output, up to the max_completion_tokens we send. The backend's rule, also asked by --dry-run, which
-    builds no backend (harness/calling/backends/__init__.py `output_budget`)."""
-    return reasoning_tokens if reasoning else request.max_tokens
 
 
 def from_config(config: RunConfig, label_range: tuple[float, float]) -> OpenAIBackend:
