@@ -59,6 +59,9 @@ def test_float_options_accept_their_ranges() -> None:
         ("local_tensor_parallel", 0, "--tensor-parallel must be at least 1"),
         ("local_max_model_len", 0, "--max-model-len must be at least 1"),
         ("local_batch_size", 0, "--batch-size must be at least 1"),
+        ("api_rpm", 0.0, "--rpm must be a positive number"),
+        ("api_tpm", float("nan"), "--tpm must be a positive number"),
+        ("api_tpm", float("inf"), "--tpm must be a positive number"),
     ],
 )
 def test_every_count_has_a_floor(field: str, value: int, message: str) -> None:
