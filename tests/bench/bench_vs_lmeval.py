@@ -135,7 +135,7 @@ def rate_limit_runs(a: argparse.Namespace, lm: Contender | None, prompts: Path, 
         if failed:
             problems.append(f"  ! {contender.name}, {label}: answered {result['answered']}/{result['n']} (server: "
                             f"{served} served, {limits['rate_limited']} 429s): {result.get('error')}")  # fmt: skip
-            ok = ok and contender is not lm  # lm-eval giving up under a limit is a finding, not a broken run
+            ok = ok and contender is lm  # lm-eval giving up under a limit is a finding, not a broken run
     print(f"\nRate limits: {a.rl_n} requests a run, latency {a.latency * 1000:.0f} ms; request limit "
           f"{a.rps_limit:g}/s; token limit {tpm} prompt tokens/min ({a.tpm_fraction:g} x the request limit at "
           f"{tokens_per_prompt:.0f} tokens a prompt, ceil(bytes/4)).\ngoodput: answers/s (prompt tokens/s under the "
