@@ -52,7 +52,8 @@ class Shared:
         return self.renderers[template, dataset]
 
     def picker(self, config: RunConfig, as_filed: Dataset) -> ShotPicker | ReferencePicker:
-        """The shot sampler of this split, seed and sampler (settings a sweep's cells never vary, but a key)."""
+        """The shot sampler of this dataset, split, data, sampler and seed, made once (a sweep's cells vary only the
+        dataset of these, but all are in the key)."""
         data = (config.data_dir, config.archive, config.password_file)
         key = (config.dataset, config.split, *data, config.shot_sampler, config.seed, config.shot_seed)
         if key not in self.pickers:

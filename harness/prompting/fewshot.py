@@ -43,8 +43,8 @@ class ShotPicker:
             units = [(e,) for e in pool]
         self.units: list[tuple[Example, ...]] = units
         self._unit_keys = [pair_key(u[0]) for u in units]
-        # Shots already drawn: the cells of a sweep that differ only in the instruction share one picker, and a
-        # query's shots depend only on (seed, its id, its sentence pair, k).
+        # Shots already drawn: a query's shots depend only on (seed, its id, its sentence pair, k), and a sweep's
+        # cells share one picker per dataset, so cells with the same k (other models, instructions) reuse them.
         self._picked: dict[tuple[str, tuple[str, str], int], tuple[Example, ...]] = {}
 
     def pick(self, query: Example, k: int) -> tuple[Example, ...]:

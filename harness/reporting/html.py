@@ -8,7 +8,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -218,26 +218,16 @@ def _plot_html(plots: Sequence[Path]) -> str:
 def write_html(table: pd.DataFrame, runs: Sequence[Run], plots: Sequence[Path], path: Path) -> Path:
     """Assemble index.html from the template, its CSS and JS, the tables, the plots and every run's samples."""
     title = report_title(table)
-    prompts: dict[str, int] = {}
-    data: list[str] = []  # the data blocks' pieces, "\n" between blocks
-    metas = []
-    for r, run in zip(table.itertuples(), runs, strict=True):
-        metas.append(run_meta(r, run))
-        if not r.dry_run:
-            block = {"fields": list(SAMPLE_FIELDS), "rows": sample_rows(run, prompts)}
-            data += [*_script(f"samples-{r.ref}", block), "\n"]
-    data += [*_script("prompts", list(prompts)), "\n"]
-    data += _script("report-data", {"title": title, "runs": metas, "reasons": list(REASONS)})
     parts = {
         "TITLE": [esc(title)],
         "STYLE": [(ASSETS / "report.css").read_text(encoding="utf-8")],
         "BODY": [body_html(table, title, group_tables(table), runs_table(table), _plot_html(plots))],
-        "DATA": data,
+        "DATA": _data_blocks(table, runs, title),
         "SCRIPT": [(ASSETS / "report.js").read_text(encoding="utf-8")],
     }
     template = (ASSETS / "report.html").read_text(encoding="utf-8")
-    # One pass over the template, so nothing inserted (a model's reply, say) is ever read as a placeholder itself;
-    # the pieces are written as they are, never joined into one page-sized string (tens of MB for a sweep).
+    # One pass over the template, so nothing inserted (a model's reply, say) is ever read as a placeholder itself.
+    # The data goes out piece by piece as it is encoded, never as one page-sized string (tens of MB for a sweep).
     pieces = re.split(r"@@([A-Z]+)@@", template)  # text, placeholder name, text, ...
     with path.open("w", encoding="utf-8") as f:  # into the report's staging folder, renamed into place whole
         for i, piece in enumerate(pieces):
@@ -245,6 +235,32 @@ def write_html(table: pd.DataFrame, runs: Sequence[Run], plots: Sequence[Path], 
     return path
 
 
-def _script(element_id: str, obj: Any) -> list[str]:
-    """A <script type="application/json"> element holding obj, in pieces."""
-    return [f'<script type="application/json" id="{esc(element_id)}">', json_for_script(obj), "</script>"]
+def _data_blocks(table: pd.DataFrame, runs: Sequence[Run], title: str) -> Iterator[str]:
+    """The page's data: each run's samples, the prompts they share, the runs' facts; "\n" between blocks."""
+    prompts: dict[str, int] = {}
+    metas = []
+    for r, run in zip(table.itertuples(), runs, strict=True):
+        metas.append(run_meta(r, run))
+        if not r.dry_run:
+            yield from _script(f"samples-{r.ref}", {"fields": list(SAMPLE_FIELDS), "rows": sample_rows(run, prompts)})
+            yield "\n"
+    yield from _script("prompts", list(prompts))
+    yield "\n"
+    yield from _script("report-data", {"title": title, "runs": metas, "reasons": list(REASONS)})
+
+
+def _script(element_id: str, obj: Any) -> Iterator[str]:
+    """A <script type="application/json"> element holding obj, in pieces: a long list (the prompts) is encoded a
+    slice at a time, which writes what json_for_script(obj) would (items joined by ",") without one huge string."""
+    yield f'<script type="application/json" id="{esc(element_id)}">'
+    if isinstance(obj, list) and len(obj) > _SLICE:
+        yield "["
+        for start in range(0, len(obj), _SLICE):
+            yield ("," if start else "") + json_for_script(obj[start : start + _SLICE])[1:-1]
+        yield "]"
+    else:
+        yield json_for_script(obj)
+    yield "</script>"
+
+
+_SLICE = 1000

@@ -57,7 +57,8 @@ def test_a_run_that_sends_nothing_loads_no_sdk(args: list[str], tmp_path: Path, 
 
 
 def test_the_probe_sees_the_sdk_a_real_run_loads(tmp_path: Path, csts_dir: Path) -> None:
-    """Not vacuous: a run that would send builds its backend, SDK and all (here it then finds no server)."""
-    args = ["--model", "gpt-4o", "--base-url", "http://127.0.0.1:9/v1", "--data-dir", str(csts_dir), "--limit", "2"]
+    """Not vacuous: a run that would send builds its backend, SDK and all (here --max-cost 0 then sends nothing,
+    and the run stops with exit 2)."""
+    args = ["--model", "gpt-4o", "--max-cost", "0", "--data-dir", str(csts_dir), "--limit", "2"]
     result = _probe(args, tmp_path, env={"OPENAI_API_KEY": "sk-test"})
-    assert result["sdks"] == ["openai"] and result["exit"] != 0
+    assert result == {"exit": 2, "sdks": ["openai"]}

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.reporting.html import _finite, json_for_script
+from harness.reporting.html import _finite, _script, json_for_script
 from harness.reporting.report import write_report
 from tests.synthetic_runs import make_run
 
@@ -62,6 +62,13 @@ def test_json_for_script_writes_what_the_finite_walk_writes(obj: Any) -> None:
     for raw in "<>&\u2028\u2029":
         slow = slow.replace(raw, f"\\u{ord(raw):04x}")
     assert json_for_script(obj) == slow
+
+
+def test_a_long_list_is_written_a_slice_at_a_time_as_it_would_be_whole() -> None:
+    items: list[Any] = [f"prompt {i} <&>" for i in range(2500)]
+    items[1700] = float("nan")  # one slice takes the _finite walk, the others the C encoder
+    for some in (items, items[:3]):
+        assert "".join(_script("p", some)) == f'<script type="application/json" id="p">{json_for_script(some)}</script>'
 
 
 def test_the_page_is_self_contained_and_escapes_what_models_wrote(tmp_path: Path) -> None:
