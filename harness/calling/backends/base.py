@@ -217,6 +217,12 @@ def clean_reply(text: str, key: str | None) -> tuple[str, bool]:
     return raw[:REPLY_CAP_BYTES].decode("utf-8", "ignore"), True
 
 
+def usage_count(usage: Any, name: str) -> int:
+    """A token count from a reply's `usage` JSON, 0 where it is missing or not a number."""
+    value = usage.get(name) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) else 0
+
+
 def timeout_error(e: BaseException, key: str | None) -> RetryableError:
     """A timeout from an SDK: the SDKs' aiohttp transport also reports a refused connection as a (connect)
     timeout, so say which it was; both are retried."""

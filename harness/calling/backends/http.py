@@ -29,6 +29,8 @@ except ImportError:  # pragma: no cover - an older SDK
     import httpx as httpx2  # type: ignore[no-redef]
 
 from harness.calling.backends.base import RetryableError
+from harness.calling.limits import rate_limit
+from harness.types import RateLimit
 
 # Set by the transport itself for every request; a captured value would be wrong (length) or redundant.
 _TRANSPORT_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})
@@ -144,6 +146,17 @@ class Route:
             raise RetryableError(f"connection error: the reply was cut off ({e})") from None
         except (aiohttp.ClientError, OSError) as e:
             raise RetryableError(f"connection error: {type(e).__name__}: {e}") from None
+
+    async def call(
+        self, body: Mapping[str, Any], create: Callable[[Any], Awaitable[Any]]
+    ) -> tuple[Any, RateLimit | None]:
+        """Post `body` (capturing the template with `create` the first time): the reply's JSON and what its
+        rate-limit headers said. An error reply is raised as the SDK's own exception (`status_error`)."""
+        template = self.template or await self.prepare(create)
+        reply = await self.post(template, body)
+        if reply.status >= 300:
+            raise self.status_error(reply, template)
+        return reply.json(), rate_limit(reply.headers)
 
     def status_error(self, reply: Reply, template: Template) -> Exception:
         """The SDK's own exception for an error reply (RateLimitError, BadRequestError, ...)."""

@@ -25,16 +25,16 @@ from harness.calling.backends.base import (
     RemoteBackend,
     api_key,
     clean_reply,
+    usage_count,
 )
 from harness.calling.backends.http import Route
-from harness.calling.backends.openai_errors import count, sdk_errors
+from harness.calling.backends.openai_errors import sdk_errors
 from harness.calling.backends.openai_names import (  # the pure name rules, shared with --dry-run
     DEFAULT_REASONING_TOKENS,
     default_chat,
     is_reasoning_model,
     output_budget,
 )
-from harness.calling.limits import rate_limit
 from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
@@ -162,12 +162,8 @@ class OpenAIBackend(RemoteBackend):
     async def send(self, request: Request) -> Completion:
         body = self.body(request)
         with self.pool.lease() as route, sdk_errors(self._key, body):
-            template = route.template or await route.prepare(self._capture_call(body))
-            reply = await route.post(template, body)
-            if reply.status >= 300:
-                raise route.status_error(reply, template)
-            data = reply.json()
-        return self.completion_from(request.id, data, rate_limit(reply.headers))
+            data, limits = await route.call(body, self._capture_call(body))
+        return self.completion_from(request.id, data, limits)
 
     def _capture_call(self, body: dict[str, Any]) -> Callable[[AsyncOpenAI], Awaitable[Any]]:
         """The SDK's own typed call for this body, run once per base URL by http.capture."""
@@ -203,7 +199,7 @@ class OpenAIBackend(RemoteBackend):
             text = ""  # cut off before any text, or filtered: the model's (empty) answer
         text, truncated = clean_reply(text, self._key)
         usage = data.get("usage")
-        tokens = Usage(count(usage, "prompt_tokens"), count(usage, "completion_tokens")) if usage else Usage()
+        tokens = Usage(usage_count(usage, "prompt_tokens"), usage_count(usage, "completion_tokens"))
         served = data.get("model")
         return Completion(
             request_id,

@@ -39,12 +39,6 @@ def sdk_errors(key: str, body: dict[str, Any] | None = None) -> Iterator[None]:
         raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
 
 
-def count(usage: Any, name: str) -> int:
-    """A token count of a reply's `usage`, 0 where it is missing or not a number."""
-    value = usage.get(name) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) else 0
-
-
 def _provider_message(e: openai.APIStatusError) -> str:
     body = e.body
     if isinstance(body, dict):
