@@ -116,6 +116,8 @@ def compute_metrics(
     _correlations(out, "", pred, gold, valid)
     if on_label_scale:
         out["mse"] = float(np.mean((pred - gold) ** 2))
+        if out_of_range:  # one reply of "1000000" makes the mean square error about that reply, not the model
+            out["mse_note"] = f"includes {out_of_range} out-of-range predictions"
     out["n_valid"] = int(valid.sum())
     _correlations(out, "_valid", pred[valid], gold[valid], valid[valid])
     if strict:

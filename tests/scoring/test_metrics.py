@@ -36,6 +36,9 @@ def test_invalid_and_out_of_range_are_counted() -> None:
     assert m["invalid_pct"] == 25.0 and m["out_of_range_pct"] == 25.0
     assert m["n_valid"] == 3
     assert m["mse"] == pytest.approx(((4 - 5) ** 2 + (2.2 - 1) ** 2 + (10 - 3) ** 2 + (1 - 2) ** 2) / 4)
+    assert m["mse_note"] == "includes 1 out-of-range predictions"  # flagged where it is shown (metrics line)
+    in_range = compute_metrics([_s(0, 4.0, 4.0, 5.0), _s(1, 2.0, 2.0, 1.0)], (1.0, 5.0))
+    assert "mse_note" not in in_range
 
 
 def test_valid_only_metrics_leave_fallbacks_out() -> None:
