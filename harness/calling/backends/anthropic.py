@@ -41,7 +41,7 @@ _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
 
 def http_client() -> anthropic.DefaultAioHttpClient | None:
-    """The SDK's aiohttp transport when aiohttp is installed (less CPU per request; see backends/openai.py)."""
+    """The SDK's aiohttp transport when aiohttp is installed, for the SDK's own calls (Message Batches)."""
     try:
         return anthropic.DefaultAioHttpClient()
     except RuntimeError:

@@ -42,8 +42,8 @@ CHAT_ENDPOINT, RAW_ENDPOINT = "/v1/chat/completions", "/v1/completions"
 
 
 def http_client() -> openai.DefaultAioHttpClient | None:
-    """The SDK's aiohttp transport when aiohttp is installed: about a quarter less CPU per request than
-    its default (tests/bench/bench_api.py), which is what keeps 32+ requests in flight near the ideal rate."""
+    """The SDK's aiohttp transport when aiohttp is installed, for the SDK's own calls: the Batch API and
+    embeddings (one-by-one requests go through harness/calling/backends/http.py instead)."""
     try:
         return openai.DefaultAioHttpClient()
     except RuntimeError:  # aiohttp missing: the SDK's default httpx transport
