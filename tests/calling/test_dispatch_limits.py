@@ -1,8 +1,9 @@
 """Dispatch under a rate limit it was not told about: tests/fake_server.py enforcing a token bucket on 127.0.0.1.
 
-With the default options (a ceiling of 128 in flight), a fixed 128 would see nearly every attempt refused; the
-limiter must bring the run under the limit by itself, and answer every request. The bounds are loose on
-purpose: these tests check behaviour, not speed (tests/bench/bench_vs_lmeval.py measures goodput).
+With the default options (a ceiling of 128 in flight) the limiter must bring the run under the limit by itself
+and answer every request; a window fixed at 128 saw 77 % of attempts refused and 60 of 600 requests give up.
+The bounds are loose on purpose: these tests check behaviour, not speed (tests/bench/bench_vs_lmeval.py
+measures goodput).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def test_default_options_back_off_under_an_unannounced_request_limit() -> None:
     assert stats.limiter is not None
     assert stats.limiter["rate_limited"] > 0 and stats.limiter["lowest_window"] < 128
     assert stats.limiter["paced_rpm"] is None  # nothing announced, nothing paced: AIMD alone
-    assert share < 0.3, f"{share:.0%} of attempts refused"  # measured 15-17 %; a fixed 128 in flight: 9 in 10
+    assert share < 0.3, f"{share:.0%} of attempts refused"  # measured 15-17 %; a window fixed at 128: 77 %
 
 
 def test_announced_limits_are_paced_to_openai_and_anthropic_headers() -> None:
