@@ -26,7 +26,8 @@ from harness.calling.attempts import Attempts
 from harness.calling.backends.base import Backend, LocalBackend, PermanentError, RemoteBackend
 from harness.calling.batch.run import answered_by_batch, batch_call, batchable
 from harness.calling.budget import Budget
-from harness.calling.cache import ResponseCache, request_key
+from harness.calling.cache import ResponseCache
+from harness.calling.cache_keys import KeyMaker
 from harness.calling.limiter import Limiter
 from harness.calling.options import DispatchOptions, DispatchStats
 from harness.types import Completion, HarnessError, Request
@@ -72,10 +73,11 @@ class _Dispatcher:
             return list(requests)
         self.stats.cache = "refresh" if self.options.refresh else "on"
         missing = []
-        params = self.backend.describe()
+        key = KeyMaker(self.backend)
+        self.keys = {r.id: key(r) for r in requests}
+        hits = {} if self.options.refresh else self.cache.get_many(self.keys)
         for r in requests:
-            self.keys[r.id] = request_key(self.backend, r, params)
-            hit = None if self.options.refresh else self.cache.get(self.keys[r.id], r.id)
+            hit = hits.get(r.id)
             if hit is None:
                 self.stats.cache_misses += 1
                 missing.append(r)
@@ -142,6 +144,7 @@ class _Dispatcher:
             return Completion(request.id, None, error=str(e), deterministic_error=True)
         except Exception as e:  # an SDK surprise must not lose the query: record it, a rerun retries it
             return Completion(request.id, None, error=f"unexpected {type(e).__name__}: {e}")
+
 
 async def _collect(
     backend: Backend, requests: Sequence[Request], on_done: OnDone, options: DispatchOptions, stats: DispatchStats

@@ -13,7 +13,7 @@ import pytest
 from harness.calling.backends import make_backend
 from harness.calling.backends.anthropic import AnthropicBackend
 from harness.calling.backends.openai import OpenAIBackend
-from harness.calling.cache import request_key
+from harness.calling.cache_keys import request_key
 from harness.cli.main import main
 from harness.config.settings import ApiOptions, RunConfig
 from harness.config.validate import validate

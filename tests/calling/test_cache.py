@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.calling.cache import ResponseCache, request_key
+from harness.calling.cache import ResponseCache
+from harness.calling.cache_keys import request_key
 from harness.types import Completion, Request, Usage
 
 

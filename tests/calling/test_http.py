@@ -138,3 +138,23 @@ def test_errors_keep_the_sdks_types_and_our_policy() -> None:
     assert isinstance(limited, RetryableError) and limited.limited and limited.retry_after is not None
     assert isinstance(unauthorized, PermanentError) and unauthorized.fatal
     assert "sk-wrong-key" not in str(unauthorized)
+
+
+def test_a_configured_proxy_carries_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP_PROXY in the environment (which the SDKs' httpx honours) sends the request through the proxy (aiohttp
+    speaks it; our own connections do not): here the fake server stands in for the proxy of a host that does not
+    exist, so an answer can only have come through it."""
+    with FakeServer() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        backend = OpenAIBackend("gpt-4o", KEY, ["http://api.example.invalid/v1"])
+
+        async def through() -> str:
+            try:
+                return (await backend.send(Request("0", "hello"))).text
+            finally:
+                await backend.aclose()
+
+        assert asyncio.run(through())
+        assert len(proxy.calls) == 1

@@ -1,4 +1,4 @@
-"""The API backends' lean request path: the SDK decides what is sent, aiohttp sends it.
+"""The API backends' lean request path: the SDK decides what is sent, we send it.
 
 Why: the SDKs' typed `create()` spends 2-3 ms of CPU per request on its typed request transform and on
 building pydantic response objects, which caps a run at a few hundred requests a second on two cores, far
@@ -6,7 +6,8 @@ below what `vllm serve` with data parallelism answers (issue 12). So the SDK kee
 does it once per base URL: `capture` runs the SDK's own `create()` against an in-memory transport and keeps
 the URL, every header (auth, API version, user agent, the SDK's platform headers) and the body's key order
 it produced. Each request then posts `json.dumps(body)` with the SDK's own encoding settings, in that key
-order, with those headers: the server receives the bytes the SDK would have sent
+order, with those headers, over keep-alive HTTP/1.1 connections of our own (connection.py; through aiohttp
+when a proxy is configured for the URL): the server receives the bytes the SDK would have sent
 (tests/calling/test_http.py compares them). An error reply becomes the SDK's own exception type
 (`client._make_status_error_from_response`), so each backend's `sdk_errors` maps it exactly as before; a
 reply is read with `json.loads` into the few fields a Completion needs (each backend's `completion_from`).
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.parse
+import urllib.request
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +32,7 @@ except ImportError:  # pragma: no cover - an older SDK
     import httpx as httpx2  # type: ignore[no-redef]
 
 from harness.calling.backends.base import RetryableError
+from harness.calling.backends.connection import ConnectionDropped, Origin
 from harness.calling.limits import rate_limit
 from harness.types import RateLimit
 
@@ -100,6 +104,7 @@ class Route:
         self._capturing: asyncio.Future[Template] | None = None
         self._session: aiohttp.ClientSession | None = None
         self._target = yarl.URL()
+        self._origin: Origin | None = None
 
     async def prepare(self, create: Callable[[Any], Awaitable[Any]]) -> Template:
         """The template, captured by the first caller while the others wait for it."""
@@ -119,24 +124,48 @@ class Route:
         return await asyncio.shield(self._capturing)
 
     def session(self, template: Template) -> aiohttp.ClientSession:
-        if self._session is None:  # made inside the event loop that uses it
+        """The aiohttp session that sends through a proxy (made inside the event loop that uses it)."""
+        if self._session is None:
             # No connection limit here: dispatch's limiter decides how many are in flight. The template's headers
             # are the session's own, so no request merges them again; no cookies (an API sets none we need).
-            # The body is read whole, then capped by clean_reply.
+            # trust_env: the proxy settings the SDK itself (httpx) honours. The body is read whole.
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
                 headers=dict(template.headers),
                 skip_auto_headers=("User-Agent",),
                 cookie_jar=aiohttp.DummyCookieJar(),
+                trust_env=True,
             )
             self._target = yarl.URL(template.url, encoded=True)  # parsed once, not per request
         return self._session
 
+    def origin(self, template: Template) -> Origin | None:
+        """Our own connections to the template's origin, or None when a proxy is configured for it (the
+        HTTP(S)_PROXY / ALL_PROXY / NO_PROXY environment, as httpx reads it): aiohttp sends those."""
+        if self._origin is None and self._session is None:
+            url = urllib.parse.urlsplit(template.url)
+            proxied = url.scheme in urllib.request.getproxies() and not urllib.request.proxy_bypass(url.hostname or "")
+            if proxied:
+                return None
+            self._origin = Origin(template.url, template.headers, self.timeout)
+        return self._origin
+
     async def post(self, template: Template, body: Mapping[str, Any]) -> Reply:
         """One POST of `body`; a connection that fails or drops is a RetryableError."""
+        data = template.encode(body)
+        origin = self._origin or self.origin(template)
+        if origin is not None:
+            try:
+                return Reply(*await origin.post(data))
+            except ConnectionDropped as e:
+                raise RetryableError(f"connection error: {e}") from None
+            except TimeoutError:
+                raise RetryableError("request timed out") from None
+            except OSError as e:  # refused, reset, unreachable, TLS (ssl.SSLError is an OSError)
+                raise RetryableError(f"connection error: {type(e).__name__}: {e}") from None
         try:
-            async with self.session(template).post(self._target, data=template.encode(body)) as r:
+            async with self.session(template).post(self._target, data=data) as r:
                 return Reply(r.status, r.headers, await r.read())
         except aiohttp.ConnectionTimeoutError as e:
             raise RetryableError(f"connection error: {e}") from None
@@ -166,6 +195,9 @@ class Route:
         return error
 
     async def aclose(self) -> None:
+        if self._origin is not None:
+            self._origin.close()
+            self._origin = None
         if self._session is not None:
             await self._session.close()
             self._session = None

@@ -25,7 +25,8 @@ from harness.calling.batch.collect import wait
 from harness.calling.batch.state import Context, Gathered, Group, Log
 from harness.calling.batch.store import BatchStore
 from harness.calling.batch.submit import recover, submit
-from harness.calling.cache import ResponseCache, request_key
+from harness.calling.cache import ResponseCache
+from harness.calling.cache_keys import request_key
 from harness.calling.options import RetryPolicy
 from harness.calling.pricing import Price
 from harness.config.settings import BatchOptions

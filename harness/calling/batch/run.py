@@ -19,7 +19,8 @@ from harness.calling.backends.base import Backend, RemoteBackend
 from harness.calling.batch import BatchesPending
 from harness.calling.batch.flow import Job, Session, provider_for
 from harness.calling.batch.store import BatchStore
-from harness.calling.cache import ResponseCache, request_key
+from harness.calling.cache import ResponseCache
+from harness.calling.cache_keys import request_key
 from harness.calling.options import DispatchOptions, DispatchStats, dispatch_options
 from harness.calling.pricing import Price
 from harness.config.settings import RunConfig

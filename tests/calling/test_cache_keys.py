@@ -1,0 +1,67 @@
+"""KeyMaker computes exactly request_key's keys (a cache written before it must still answer)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from harness.calling.cache import ResponseCache
+from harness.calling.cache_keys import KeyMaker, request_key
+from harness.types import Completion, Request, Usage
+from tests.calling.test_cache import Stub
+
+# The key as issue 8's cache defined it, spelled out here so that a change to request_key shows up too.
+FROZEN = {"v": 1, "backend": "openai", "model": "gpt-4o", "prompt": "Rate: a. Output:", "max_tokens": 20}
+PARAMS = {"base_urls": ["https://api.openai.com/v1/"], "sent": {"temperature": 0.0}}
+
+
+def test_request_key_is_still_the_sha256_of_the_sorted_json() -> None:
+    identity = FROZEN | {"params": PARAMS, "temperature": 0.0}
+    want = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+    assert request_key(Stub(), Request("1", "Rate: a. Output:")) == want
+
+
+class Odd:
+    def __str__(self) -> str:
+        return "an object only default=str can write"
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        PARAMS,
+        {"z": 1, "a": [1.5, None, True], "nested": {"b": "é", "a": float("inf")}, "odd": Odd(), "t": (1, 2)},
+        {},
+    ],
+    ids=["openai-like", "awkward values", "empty"],
+)
+def test_keymaker_agrees_with_request_key(params: dict[str, object]) -> None:
+    rng = random.Random(0)
+    alphabet = 'abc "\\\n\t\x00é東京😀\u2028<>&'
+    requests = [Request("0", ""), Request("1", "x", max_tokens=None), Request("2", "y", 5, None)]
+    for i in range(300):
+        prompt = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        requests.append(Request(str(i), prompt, rng.choice([1, 20, 4096]), rng.choice([0.0, 0.7, 1.0, 1e-7])))
+    backend = Stub(name="anthropic", model='claude "x"', params=params)
+    keys = KeyMaker(backend)
+    for r in requests:
+        assert keys(r) == request_key(backend, r), r
+
+
+def test_get_many_answers_each_id_including_ids_that_share_a_key(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    assert cache.get_many({"a": "k0"}) == {}  # no file yet: nothing to look up, nothing created
+    assert not (tmp_path / "c.sqlite").exists()
+    for i in range(0, 1200, 2):  # every second key stored; more keys than one query binds
+        cache.put(f"k{i}", Completion("x", f"{i}", usage=Usage(3, 1)), "openai", "m")
+    wanted = {f"id{i}": f"k{i}" for i in range(1200)} | {"twin": "k4"}
+    got = cache.get_many(wanted)
+    assert set(got) == {f"id{i}" for i in range(0, 1200, 2)} | {"twin"}
+    assert got["twin"] == Completion("twin", "4", usage=Usage(3, 1), cached=True)
+    assert got["id1198"].text == "1198" and got["id1198"].request_id == "id1198"
+    assert cache.get("k2", "r") == Completion("r", "2", usage=Usage(3, 1), cached=True)
+    cache.close()
