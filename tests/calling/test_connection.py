@@ -317,6 +317,31 @@ def test_tls_verifies_the_server_against_the_systems_trust_store(
     run(main())
 
 
+def test_a_host_name_is_looked_up_once_for_all_connections_and_each_address_is_tried() -> None:
+    """localhost may list ::1 first; the server listens on 127.0.0.1 only, so a refused address must fall
+    through to the next. Eight requests at once open eight connections from one lookup."""
+    lookups: list[str] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        real = loop.getaddrinfo
+
+        async def counted(host: str, *args: object, **kwargs: object) -> object:
+            lookups.append(host)
+            return await real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+        loop.getaddrinfo = counted  # type: ignore[method-assign, assignment]
+        async with Server(keep_alive(reply(b'{"ok": 1}'))) as server:
+            origin = Origin(f"http://localhost:{server.port}/v1", {})
+            replies = await asyncio.gather(*(origin.post(b"{}") for _ in range(8)))
+            assert [r[2] for r in replies] == [b'{"ok": 1}'] * 8
+            assert server.connections == 8
+            origin.close()
+
+    run(main())
+    assert lookups.count("localhost") == 1
+
+
 def test_only_http_urls() -> None:
     with pytest.raises(ValueError, match="not an http"):
         Origin("ftp://example.org/v1", {})

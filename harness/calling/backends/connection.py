@@ -17,14 +17,16 @@ spoken here: with a proxy configured for a URL, http.py sends through aiohttp, w
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 import zlib
 from collections.abc import Mapping
-from typing import cast
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httptools
 
+DNS_TTL = 300.0  # seconds a host's looked-up addresses are reused
 MAX_BODY = 64 * 1024 * 1024  # a reply larger than this is not an API answer; refuse it rather than hold it
 
 
@@ -53,6 +55,8 @@ class Origin:
         # Header values are the SDK's (already validated); latin-1 is HTTP's byte mapping for them.
         self.head = ("\r\n".join(lines) + "\r\nContent-Length: ").encode("latin-1")
         self._idle: list[_Connection] = []
+        self._lookup: asyncio.Future[list[tuple[Any, ...]]] | None = None
+        self._looked_up = 0.0
 
     async def post(self, body: bytes) -> tuple[int, dict[str, str], bytes]:
         """Status, headers (lower-case names; a repeated header keeps its last value) and body of one POST.
@@ -71,11 +75,35 @@ class Origin:
         return await self._exchange(await self._connect(), data)
 
     async def _connect(self) -> _Connection:
+        """A new connection to the first address that takes it (TLS checks the name, not the address)."""
         loop = asyncio.get_running_loop()
-        _, conn = await loop.create_connection(
-            _Connection, self.host, self.port, ssl=self.ssl, server_hostname=self.host if self.ssl else None
-        )
-        return conn
+        error: OSError | None = None
+        for family, *_, address in await self._addresses():
+            try:
+                _, conn = await loop.create_connection(
+                    _Connection, address[0], address[1], family=family, ssl=self.ssl,
+                    server_hostname=self.host if self.ssl else None,
+                )  # fmt: skip
+                return conn
+            except OSError as e:
+                error = e
+        assert error is not None  # getaddrinfo returns at least one address or raises
+        raise error
+
+    async def _addresses(self) -> list[tuple[Any, ...]]:
+        """The host's addresses, looked up once per DNS_TTL and shared: a run opening 128 connections at once
+        would otherwise make 128 lookups through the loop's few resolver threads (aiohttp cached them too)."""
+        loop = asyncio.get_running_loop()
+        if self._lookup is None or loop.time() > self._looked_up + DNS_TTL:
+            self._lookup = asyncio.ensure_future(loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM))
+            self._looked_up = loop.time()
+        lookup = self._lookup
+        try:
+            return await asyncio.shield(lookup)
+        except OSError:
+            if self._lookup is lookup:
+                self._lookup = None  # a failed lookup is not kept: the next connection asks again
+            raise
 
     async def _exchange(self, conn: _Connection, data: bytes) -> tuple[int, dict[str, str], bytes]:
         reply = conn.send(data)

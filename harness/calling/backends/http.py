@@ -95,7 +95,8 @@ class Reply:
 
 
 class Route:
-    """One base URL: its SDK client (for errors), the captured template and one aiohttp session."""
+    """One base URL: its SDK client (for errors), the captured template, our connections to it (or, through a
+    proxy, an aiohttp session)."""
 
     def __init__(self, client: Any, timeout: float | None = None) -> None:
         self.client = client
