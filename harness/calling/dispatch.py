@@ -232,6 +232,7 @@ def call(
     counts = {"invalid": 0, "errors": 0} if parse else {"errors": 0}
     parsed: dict[str, float | None] = {}
     spent = 0.0
+    shown: tuple[object, ...] = ()  # what the bar's postfix was last formatted from
     # delay=2: quick runs print nothing; longer ones get rate, ETA, invalid, errors and cost so far.
     bar = tqdm(
         total=len(requests), desc=desc or backend.model, unit="q", file=sys.stderr, delay=2,
@@ -240,7 +241,7 @@ def call(
     with bar:
 
         def on_done(c: Completion) -> None:
-            nonlocal spent
+            nonlocal spent, shown
             if c.error is not None:
                 counts["errors"] += 1
             elif parse is not None and (parsed.setdefault(c.request_id, parse(c.text))) is None:
@@ -249,8 +250,12 @@ def call(
                 spent += options.price.cost_of(c.usage)
             if not bar.disable:  # --no-progress: no bar to format a postfix for, 25,000 times in a grid
                 bar.update(1)
-                cost = {"cost": f"${spent:.4f}"} if options.price is not None else {}
-                bar.set_postfix(counts | cost, refresh=False)
+                # Formatted again only when its numbers change: without a price, a few times in a whole run.
+                now = (*counts.values(), spent if options.price is not None else None)
+                if now != shown:
+                    shown = now
+                    cost = {"cost": f"${spent:.4f}"} if options.price is not None else {}
+                    bar.set_postfix(counts | cost, refresh=False)
 
         try:
             if batch:  # --batch: harness/calling/batch, which prints its own progress

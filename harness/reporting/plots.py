@@ -7,11 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
-
-matplotlib.use("Agg")  # files only; never needs a display
-
-import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from harness.reporting.rowkeys import GROUP_KEYS
@@ -52,11 +50,28 @@ def plot_invalid(table: pd.DataFrame, path: Path) -> list[Path]:
     return _save(invalid_figure(table), path)
 
 
+DPI = 120
+
+
+def _figure(size: tuple[float, float]) -> Figure:
+    """A Figure on an Agg canvas of its own, not through pyplot: no figure manager to make and close, and pyplot's
+    module (its backend machinery) is never imported."""
+    fig = Figure(figsize=size)
+    FigureCanvasAgg(fig)
+    return fig
+
+
 def _save(fig: Figure | None, path: Path) -> list[Path]:
+    """savefig(bbox_inches="tight") in one layout pass fewer: the tight box is measured here, at the saving dpi, as
+    savefig measures it, and handed over, so savefig does not draw the whole figure once unrendered to measure it
+    (tight_layout has already placed everything; the same pixels, a test compares them)."""
     if fig is None:
         return []
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    fig.set_layout_engine(None)  # tight_layout ran once; no engine left to re-run (savefig would draw for it)
+    fig.dpi = DPI
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    bbox = fig.get_tightbbox(canvas.get_renderer()).padded(matplotlib.rcParams["savefig.pad_inches"])
+    fig.savefig(path, dpi=DPI, bbox_inches=bbox)
     return [path]
 
 
@@ -68,9 +83,10 @@ def spearman_figure(table: pd.DataFrame) -> Figure | None:
     panels = list(dict.fromkeys(t["panel"]))
     instrs = _ordered(t["instr"])
     labels = list(dict.fromkeys(t["row"]))
-    colors = {m: plt.get_cmap("tab10")(i % 10) for i, m in enumerate(labels)}
+    colors = {m: colormaps["tab10"](i % 10) for i, m in enumerate(labels)}
     size = (3.6 * len(instrs) + 1.8, 3.0 * len(panels))
-    fig, axes = plt.subplots(len(panels), len(instrs), figsize=size, squeeze=False, sharex=True, sharey="row")
+    fig = _figure(size)
+    axes = fig.subplots(len(panels), len(instrs), squeeze=False, sharex=True, sharey="row")
     shots = sorted(t["shots"].unique())
     has_paper = False
     for i, panel in enumerate(panels):
@@ -120,15 +136,11 @@ def invalid_figure(table: pd.DataFrame) -> Figure | None:
     if not len(t):
         return None
     panels = list(dict.fromkeys(t["panel"]))
-    colors = {m: plt.get_cmap("tab10")(i % 10) for i, m in enumerate(dict.fromkeys(t["row"]))}
+    colors = {m: colormaps["tab10"](i % 10) for i, m in enumerate(dict.fromkeys(t["row"]))}
     settings = [(i, k) for i in _ordered(t["instr"]) for k in sorted(t["shots"].unique())]
     most = max(t.groupby("panel")["row"].nunique())
-    fig, axes = plt.subplots(
-        len(panels),
-        1,
-        figsize=(max(6.0, 0.7 * len(settings) * most**0.5 + 2), 2.8 * len(panels)),
-        squeeze=False,
-    )
+    fig = _figure((max(6.0, 0.7 * len(settings) * most**0.5 + 2), 2.8 * len(panels)))
+    axes = fig.subplots(len(panels), 1, squeeze=False)
     for i, panel in enumerate(panels):
         ax = axes[i][0]
         cell = t[t["panel"] == panel]

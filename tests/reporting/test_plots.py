@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
+import numpy as np
+from PIL import Image
 
-from harness.reporting.plots import invalid_figure, spearman_figure
+from harness.reporting.plots import DPI, _save, invalid_figure, spearman_figure
 from harness.reporting.report import build_table
 from tests.synthetic_runs import make_run
 
 
 def _legend(fig: object) -> list[str]:
-    labels = [t.get_text() for t in fig.legends[0].get_texts()]  # type: ignore[attr-defined]
-    plt.close(fig)  # type: ignore[arg-type]
-    return labels
+    return [t.get_text() for t in fig.legends[0].get_texts()]  # type: ignore[attr-defined]
 
 
 def test_no_published_legend_entry_when_nothing_is_published(tmp_path: Path) -> None:
@@ -42,3 +41,17 @@ def test_runs_that_differ_in_a_setting_are_separate_lines_and_bars(tmp_path: Pat
     table = build_table(runs, n_bootstrap=20)
     assert _legend(spearman_figure(table)) == ["m · raw", "m · chat"]
     assert _legend(invalid_figure(table)) == ["m · raw", "m · chat"]
+
+
+def test_saved_pixels_are_those_of_savefig_tight(tmp_path: Path) -> None:
+    """_save hands savefig a tight box it measured itself (one layout pass fewer): the PNG must hold the pixels
+    savefig(bbox_inches="tight") draws, legend outside the axes and published marks included."""
+    runs = [make_run(tmp_path, "full", n=2834), make_run(tmp_path, "other", model="m", offset=1)]
+    table = build_table(runs, n_bootstrap=20)
+    for make in (spearman_figure, invalid_figure):
+        reference = make(table)
+        assert reference is not None
+        reference.savefig(tmp_path / "tight.png", dpi=DPI, bbox_inches="tight")
+        assert _save(make(table), tmp_path / "ours.png") == [tmp_path / "ours.png"]
+        ours, theirs = (np.asarray(Image.open(tmp_path / f)) for f in ("ours.png", "tight.png"))
+        assert ours.shape == theirs.shape and (ours == theirs).all()

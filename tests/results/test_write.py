@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import stat
 from collections.abc import Iterator
@@ -45,6 +46,22 @@ def test_a_run_folder_holds_every_file_and_samples_read_back_as_written(tmp_path
     assert read_samples(run_dir) == [sample_record(s) for s in samples]
     assert read_samples(run_dir)[0]["shot_ids"] == ["7", "9"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r1"]  # nothing hidden left behind
+
+
+def test_samples_jsonl_lines_are_json_dumps_of_the_records_in_field_order(tmp_path: Path) -> None:
+    """write_run calls json's C encoder itself and copies the instance dict: the bytes json.dumps would write,
+    keys in Scored's field order (the layout of every samples.jsonl)."""
+    samples = [
+        scored(0, prompt='é \u2028 " \\ \n</script>', usage={"input_tokens": 3, "output_tokens": 1}),
+        scored(1, output=None, parsed=float("nan"), valid=False, prediction=None, error="timeout"),
+        scored(2, expected=2.5, expected_mass=0.9, label=None),
+    ]
+    run_dir = write_run(tmp_path, "r1", CONFIG, samples, None)
+    lines = (run_dir / "samples.jsonl").read_text(encoding="utf-8").split("\n")[:-1]  # not splitlines: U+2028
+    assert lines == [json.dumps(sample_record(s), ensure_ascii=False) for s in samples]
+    fields = [f.name for f in dataclasses.fields(Scored)]
+    assert list(sample_record(samples[0])) == [f for f in fields if f not in ("expected", "expected_mass")]
+    assert list(sample_record(samples[2])) == fields
 
 
 def test_expected_fields_are_written_only_by_expected_scoring(tmp_path: Path) -> None:
