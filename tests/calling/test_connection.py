@@ -13,8 +13,9 @@ import datetime
 import gzip
 import ipaddress
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,7 +48,6 @@ class Server:
     def __init__(self, handler: Handler, ssl_context: ssl.SSLContext | None = None) -> None:
         self.handler, self.ssl = handler, ssl_context
         self.connections = 0
-        self.requests: list[tuple[bytes, bytes]] = []
 
     async def __aenter__(self) -> Server:
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -68,8 +68,8 @@ class Server:
         return f"{scheme}://127.0.0.1:{self.port}/v1/chat/completions"
 
 
-def run(coro: Awaitable[None]) -> None:
-    asyncio.run(coro)  # type: ignore[arg-type]
+def run(coro: Coroutine[Any, Any, None]) -> None:
+    asyncio.run(coro)
 
 
 def keep_alive(*replies: bytes) -> Handler:

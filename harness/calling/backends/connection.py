@@ -136,13 +136,18 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
         self.reply: asyncio.Future[tuple[int, dict[str, str], bytes]] | None = None
+        self.received = False  # any byte of the current reply
+        self.keep_alive = False
+        self.lost = False
+        self.on_message_begin()
+
+    def on_message_begin(self) -> None:
+        """(httptools callback, and before each request) nothing of a reply parsed yet."""
         self.headers: dict[str, str] = {}
         self.body: list[bytes] = []
         self.size = 0
-        self.received = False  # any byte of the current reply
+        self.headers_done = False
         self.framed = False  # the reply has Content-Length or chunked (else it ends when the connection does)
-        self.keep_alive = False
-        self.lost = False
 
     # -- asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -169,11 +174,6 @@ class _Connection(asyncio.Protocol):
             self._fail(ConnectionDropped(f"the server closed the connection before a whole reply{why}"))
 
     # -- httptools callbacks
-    headers_done = False
-
-    def on_message_begin(self) -> None:
-        self.headers, self.body, self.size, self.headers_done = {}, [], 0, False
-
     def on_header(self, name: bytes, value: bytes) -> None:
         key = name.decode("latin-1").lower()
         self.headers[key] = value.decode("latin-1")
@@ -213,8 +213,8 @@ class _Connection(asyncio.Protocol):
     def send(self, data: bytes) -> asyncio.Future[tuple[int, dict[str, str], bytes]]:
         assert self.transport is not None
         self.reply = asyncio.get_running_loop().create_future()
-        self.received = self.framed = self.keep_alive = self.headers_done = False  # nothing of this reply yet
-        self.headers, self.body, self.size = {}, [], 0
+        self.received = self.keep_alive = False
+        self.on_message_begin()  # no state of the previous reply may stand for this one
         self.transport.write(data)
         return self.reply
 

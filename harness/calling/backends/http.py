@@ -155,7 +155,7 @@ class Route:
     async def post(self, template: Template, body: Mapping[str, Any]) -> Reply:
         """One POST of `body`; a connection that fails or drops is a RetryableError."""
         data = template.encode(body)
-        origin = self._origin or self.origin(template)
+        origin = self.origin(template)
         if origin is not None:
             try:
                 return Reply(*await origin.post(data))
