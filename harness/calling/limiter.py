@@ -11,6 +11,11 @@ Where the provider's headers show its limits draining (x-ratelimit-{limit,remain
 Anthropic's anthropic-ratelimit-*; harness/calling/limits.py), or the user states them (--rpm / --tpm), requests
 are also paced to just under that rate by a GCRA token bucket (`Pacer`), prompt tokens counted as dispatch
 counts them for --max-cost, so 429s become rare instead of being the signal.
+
+Paced requests pass a turnstile one at a time, in order, and each is booked against the buckets at the moment it
+actually leaves, not when it joined the queue: times booked in advance would all come due together after any
+stall of this process (a busy machine, a long garbage collection), and that bunch, not the average rate, is what a
+provider's bucket refuses. Booking late, a stall costs the time lost and nothing more.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ RETRY_AFTER_CAP = 60.0  # seconds: the longest pause a retry-after may impose on
 FIRST_RTT = 0.1  # seconds assumed for a round trip until one is measured
 LEARN_DEFICIT = 0.1  # a refill rate is read from headers only while the bucket is at least this far from full
 LEARN_WEIGHT = 0.2  # each new reading moves the paced rate this far towards it
+# Requests are paced evenly, but a bucket of two lets a request whose timer fired a little late be followed by
+# the next on time, so timer lateness does not add up to a slower pace; after a stall at most two leave at once.
+REQUEST_BURST = 2.0
 
 
 class Pacer:
@@ -41,11 +49,13 @@ class Pacer:
         self.rate, self.burst = rate, burst
         self.tat = -math.inf  # the bucket's theoretical arrival time: the next unit is free from then on
 
-    def reserve(self, cost: float, earliest: float) -> float:
-        """When a request of `cost` units may start (no sooner than `earliest`); books it."""
-        start = max(earliest, self.tat - (self.burst - cost) / self.rate)  # the bucket never goes below empty
-        self.tat = max(self.tat, start) + cost / self.rate
-        return start
+    def free_at(self, cost: float) -> float:
+        """The earliest time a request of `cost` units fits (the bucket never goes below empty)."""
+        return self.tat - (self.burst - cost) / self.rate
+
+    def book(self, cost: float, now: float) -> None:
+        """A request of `cost` units left at `now` (no sooner than `free_at(cost)`)."""
+        self.tat = max(self.tat, now) + cost / self.rate
 
 
 @dataclass(frozen=True)
@@ -76,13 +86,15 @@ class Limiter:
         self.in_flight = 0
         self.clock = clock
         self.fixed_rpm, self.fixed_tpm = rpm is not None, tpm is not None  # the user's word beats the headers
-        self.requests = Pacer(rpm / 60.0, 1.0) if rpm else None
+        self.requests = Pacer(rpm / 60.0, REQUEST_BURST) if rpm else None
         self.tokens = Pacer(tpm / 60.0, tpm / 60.0) if tpm else None  # a second's worth: one prompt always fits
         self.paused_until = -math.inf
         self.last_cut = -math.inf
         self.rtt = FIRST_RTT
         self.rate_limited = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
+        self._gate: deque[tuple[asyncio.Future[float], float]] = deque()  # (waiter, cost): the turnstile's queue
+        self._gate_timer: asyncio.TimerHandle | None = None  # armed whenever the queue is not empty
 
     def _cap(self) -> int:
         return max(1, int(self.window))
@@ -103,19 +115,54 @@ class Limiter:
                 raise
         else:
             self.in_flight += 1
-        now = self.clock()
-        start = max(now, self.paused_until)
+        try:
+            return await self._turnstile(cost)
+        except asyncio.CancelledError:
+            self.cancel()
+            raise
+
+    def _free_at(self, cost: float) -> float:
+        """The earliest time the next request (of `cost` prompt tokens) may leave: pause and buckets."""
+        start = self.paused_until
         if self.requests is not None:
-            start = self.requests.reserve(1.0, start)
+            start = max(start, self.requests.free_at(1.0))
         if self.tokens is not None and cost > 0:
-            start = self.tokens.reserve(cost, start)
-        if start > now:
-            try:
-                await asyncio.sleep(start - now)
-            except asyncio.CancelledError:
-                self.cancel()
-                raise
+            start = max(start, self.tokens.free_at(cost))
         return start
+
+    def _book(self, cost: float, now: float) -> float:
+        if self.requests is not None:
+            self.requests.book(1.0, now)
+        if self.tokens is not None and cost > 0:
+            self.tokens.book(cost, now)
+        return now
+
+    async def _turnstile(self, cost: float) -> float:
+        """Pass now if nobody queues and the buckets allow it; else queue, in order, for `_open`."""
+        now = self.clock()
+        if not self._gate and self._free_at(cost) <= now:
+            return self._book(cost, now)  # the common case, unpaced or under the limit: no timer, no future
+        waiter: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._gate.append((waiter, cost))
+        if self._gate_timer is None:
+            self._open()
+        return await waiter  # a cancelled waiter stays queued and is skipped by `_open`
+
+    def _open(self) -> None:
+        """Let out every queued request the buckets allow now, booking each as it leaves; then wait for the next."""
+        self._gate_timer = None
+        now = self.clock()
+        while self._gate:
+            waiter, cost = self._gate[0]
+            if waiter.done():  # cancelled while queued
+                self._gate.popleft()
+                continue
+            start = self._free_at(cost)
+            if start > now:  # re-read when the timer fires: a 429's pause or a new rate may have moved it
+                self._gate_timer = asyncio.get_running_loop().call_later(start - now, self._open)
+                return
+            self._gate.popleft()
+            waiter.set_result(self._book(cost, now))
 
     def cancel(self) -> None:
         """A slot given back unused."""
@@ -177,14 +224,14 @@ class Limiter:
             if not fixed and reset and limit - remaining >= max(2.0, LEARN_DEFICIT * limit):
                 rate = PACE * (limit - remaining) / reset
                 if pacer is None:  # requests: evenly spaced; tokens: a second's worth may go at once
-                    pacer = Pacer(rate, 1.0 if kind == "requests" else rate)
+                    pacer = Pacer(rate, REQUEST_BURST if kind == "requests" else rate)
                     if kind == "requests":
                         self.requests = pacer
                     else:
                         self.tokens = pacer
                 else:
                     pacer.rate += LEARN_WEIGHT * (rate - pacer.rate)
-                    pacer.burst = 1.0 if kind == "requests" else pacer.rate
+                    pacer.burst = REQUEST_BURST if kind == "requests" else pacer.rate
             if remaining < 1 and pacer is not None:
                 self.paused_until = max(self.paused_until, now + 1.0 / pacer.rate)  # until one more unit is back
 

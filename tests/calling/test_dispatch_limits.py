@@ -8,6 +8,10 @@ measures goodput).
 
 from __future__ import annotations
 
+import sys
+import threading
+import time
+
 from harness.calling.backends.anthropic import AnthropicBackend
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.dispatch import complete_all
@@ -77,4 +81,31 @@ def test_user_rpm_paces_from_the_first_request() -> None:
         stats = run(OpenAIBackend("gpt-4o", "sk-test", [server.openai_url]), rpm=6000)  # 100 a second
         share = refused_share(server)
     assert stats.limiter is not None and stats.limiter["paced_rpm"] == 6000
+    assert share < 0.05, f"{share:.0%} of attempts refused"
+
+
+def test_user_rpm_holds_through_stalls_of_the_whole_process() -> None:
+    """A busy machine stops this process now and then (CI once refused 16 % of these attempts that way). A thread
+    holding the GIL for 150 ms every 400 ms stalls client and server alike; requests booked when they queued came
+    due together after each stall (14-15 % refused here), booked when they leave they do not."""
+    stop = threading.Event()
+
+    def stall() -> None:
+        while not stop.wait(0.25):
+            began = time.monotonic()
+            while time.monotonic() - began < 0.15:
+                pass
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.2)  # the stalling thread keeps the GIL for its whole 150 ms
+    staller = threading.Thread(target=stall, daemon=True)
+    staller.start()
+    try:
+        with FakeServer(rate_limit=RateLimitPolicy(rps=120, rps_burst=5), log=False) as server:
+            run(OpenAIBackend("gpt-4o", "sk-test", [server.openai_url]), rpm=6000)  # 100 a second
+            share = refused_share(server)
+    finally:
+        stop.set()
+        staller.join()
+        sys.setswitchinterval(interval)
     assert share < 0.05, f"{share:.0%} of attempts refused"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -85,16 +86,71 @@ def test_retry_after_pauses_new_requests() -> None:
 
 def test_pacer_spaces_requests_at_its_rate_after_a_burst() -> None:
     pacer = Pacer(rate=10.0, burst=3.0)
-    starts = [pacer.reserve(1.0, 0.0) for _ in range(6)]
+    starts = []
+    for _ in range(6):
+        start = max(0.0, pacer.free_at(1.0))
+        pacer.book(1.0, start)
+        starts.append(start)
     assert starts[:3] == [0.0, 0.0, 0.0]  # the burst
     assert starts[3:] == pytest.approx([0.1, 0.2, 0.3])
-    assert pacer.reserve(1.0, 5.0) == 5.0  # an idle bucket lets the next one go at once
+    assert pacer.free_at(1.0) <= 5.0  # an idle bucket lets the next one go at once
 
 
 def test_token_pacer_charges_by_cost() -> None:
     pacer = Pacer(rate=100.0, burst=100.0)
-    assert pacer.reserve(100.0, 0.0) == 0.0
-    assert pacer.reserve(50.0, 0.0) == pytest.approx(0.5)
+    assert pacer.free_at(100.0) <= 0.0
+    pacer.book(100.0, 0.0)
+    assert pacer.free_at(50.0) == pytest.approx(0.5)
+
+
+def test_a_stall_lets_out_two_requests_at_once_not_the_backlog() -> None:
+    """Requests are booked when they leave, not when they queue: after the process stalls, the queue resumes at
+    the paced rate instead of sending everything that came due during the stall in one bunch."""
+
+    async def scenario() -> list[float]:
+        lim = Limiter(64, rpm=6000)  # 100 a second
+        left: list[float] = []
+
+        async def one() -> None:
+            sent = await lim.acquire()
+            left.append(time.monotonic())
+            lim.release(sent, ok=True)
+
+        tasks = [asyncio.create_task(one()) for _ in range(40)]
+        await asyncio.sleep(0.05)
+        time.sleep(0.3)  # the whole process stalls for 30 requests' worth of time
+        await asyncio.gather(*tasks)
+        return left
+
+    left = asyncio.run(scenario())
+    bunch = max(sum(1 for t in left if s <= t < s + 0.004) for s in left)
+    # Three: the bucket's two, and one let out just before the stall whose task only ran after it. Booked in advance
+    # (as before this was fixed), 30 left at once.
+    assert bunch <= 3, f"{bunch} requests left within 4 ms of each other"
+
+
+def test_queued_requests_wait_out_a_pause_that_began_after_they_queued() -> None:
+    async def scenario() -> tuple[float, list[float]]:
+        lim = Limiter(64, rpm=600)  # 10 a second: two leave at once, the third is due 0.1 s later
+        left: list[float] = []
+        paused = 0.0
+
+        async def one(i: int) -> None:
+            nonlocal paused
+            sent = await lim.acquire()
+            left.append(time.monotonic())
+            if i == 0:  # the first answer, a round trip later, is a 429 asking for 0.3 s; the others queue meanwhile
+                await asyncio.sleep(0.05)
+                lim.release(sent, ok=False, limited=True, retry_after=0.3)
+                paused = time.monotonic() + 0.3
+            else:
+                lim.release(sent, ok=True)
+
+        await asyncio.gather(*(one(i) for i in range(5)))
+        return paused, left
+
+    paused, left = asyncio.run(scenario())
+    assert len(left) == 5 and all(t >= paused - 0.005 for t in left[2:])  # booked in advance, the third left at 0.1 s
 
 
 def test_a_draining_bucket_in_the_headers_sets_the_pace() -> None:
