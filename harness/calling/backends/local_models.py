@@ -88,11 +88,16 @@ def weights_identity(name: str) -> dict[str, str]:
     """What decides the answers besides the name: the package version and the GGUF file's hash."""
     spec = KNOWN_MODELS[name]
     path = gguf_path(spec)
-    return {
-        "weights": spec.about,
-        "package": f"{spec.distribution} {importlib.metadata.version(spec.distribution)}",
-        "gguf_sha256": file_sha256(path),
-    }
+    try:
+        version = importlib.metadata.version(spec.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        # The folder is importable but pip's record of it is gone (copied in by hand, a broken uninstall): its
+        # version, part of what identifies the answers in the cache, cannot be known.
+        raise HarnessError(
+            f"--model {spec.name}: {path.parent} holds the weights but {spec.distribution} is not installed "
+            f"(no package metadata); reinstall it: {INSTALL_HINT}"
+        ) from None
+    return {"weights": spec.about, "package": f"{spec.distribution} {version}", "gguf_sha256": file_sha256(path)}
 
 
 def model_dir(name: str, root: Path | None = None) -> Path:
