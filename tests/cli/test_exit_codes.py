@@ -87,11 +87,17 @@ def test_signals_exit_130_and_143_keep_cached_answers_and_write_no_run_folder(
         return "hang"
 
     results = tmp_path / "res"
+    # A process started in the background by a shell without job control ignores SIGINT, and its children inherit
+    # that: pytest run that way would see the run ignore Ctrl-C as it should. The child gets SIGINT's default.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     with FakeServer(plan=plan) as server:
-        proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "run_eval.py"), *argv(results, server, "--run-id", "r")],
-            env=os.environ | {"PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, str(ROOT / "run_eval.py"), *argv(results, server, "--run-id", "r")],
+                env=os.environ | {"PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+        finally:
+            signal.signal(signal.SIGINT, inherited)
         deadline = time.monotonic() + 60
         while server.in_flight < 3 and time.monotonic() < deadline:  # three answered, the rest hanging
             time.sleep(0.02)
