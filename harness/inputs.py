@@ -1,11 +1,13 @@
 """Read the files a user names (CSVs, archive, password, answers, prices): regular files only, one-line errors.
 
 A FIFO, a socket or a device where a file should be would block `open()` or `read()` forever; a directory
-fails with a bare `IsADirectoryError`. Each is refused here with the path and what was expected.
+fails with a bare `IsADirectoryError`. Each is refused here with the path and what was expected. A full disk
+while writing (`disk_full`) is likewise one line that names the path (`disk_full_error`).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -84,3 +86,17 @@ def check_output(path: Path, what: str, *, directory: bool) -> None:
             if not os.access(parent, os.W_OK | os.X_OK) and not path.exists():
                 raise HarnessError(f"{what} {path} cannot be created: {parent} is not writable")
             return
+
+
+def disk_full(error: BaseException) -> bool:
+    """Whether an error is a full disk (or a used-up quota): OSError's ENOSPC/EDQUOT, SQLite's SQLITE_FULL."""
+    if isinstance(error, OSError):
+        return error.errno in (errno.ENOSPC, errno.EDQUOT)
+    code = getattr(error, "sqlite_errorcode", None)  # sqlite3.Error, without importing sqlite3 here
+    return code == 13 or (code is None and "database or disk is full" in str(error))  # 13: SQLITE_FULL
+
+
+def disk_full_error(path: Path, error: BaseException, what: str) -> HarnessError:
+    """The one line for a full disk: which path, that the disk is full (not a lock, not a bug), what was kept."""
+    reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+    return HarnessError(f"the disk holding {path} is full ({reason}): {what}")

@@ -8,6 +8,10 @@ Another process may hold the write lock (a long transaction, a sync tool). A wri
 loop: it waits at most `INLINE_WAIT_MS`, and if the file is still locked the answer joins a backlog that a
 background thread writes, waiting up to `BUSY_TIMEOUT_MS` per try. Whatever is still unwritten when the run
 ends stays in memory for the run's results; `unsaved` counts it, and the run says so (metrics.json, stderr).
+
+A full disk is not a lock: `disk_full` says so (and dispatch stops sending: every further answer would be paid
+for and not kept). A reply's text is stored losslessly whatever it holds (harness/calling/cache_file.py), and a
+row SQLite refuses anyway is left out of its transaction, never taking the rows beside it down.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from harness.calling.cache_file import JSON_TEXT, check_ours, loaded_text, plain, problem, stored_text
+from harness.inputs import disk_full
 from harness.types import Completion, HarnessError, Usage
 
 BUSY_TIMEOUT_MS = 30_000
@@ -29,6 +35,8 @@ INLINE_WAIT_MS = 50
 _COLUMNS = "key, text, input_tokens, output_tokens, backend, model, created, meta"
 _Row = tuple[str, str, int, int, str, str, float, str]
 _INSERT = f"INSERT OR REPLACE INTO responses ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+# What a row's values (not the file) can make SQLite's binding raise; UnicodeEncodeError is a ValueError.
+_ROW_ERRORS = (ValueError, TypeError, OverflowError, sqlite3.InterfaceError, sqlite3.DataError, sqlite3.IntegrityError)
 
 
 def _marks(values: list[str]) -> str:
@@ -41,7 +49,7 @@ def _completion(request_id: str, row: tuple[str, int, int, str | None]) -> Compl
     meta = json.loads(stored) if stored else {}
     return Completion(
         request_id,
-        text,
+        loaded_text(text, meta),
         usage=Usage(input_tokens, output_tokens),
         cached=True,
         finish_reason=meta.get("finish_reason"),
@@ -57,6 +65,7 @@ def _connect(path: Path, timeout_ms: int) -> sqlite3.Connection:
     db = sqlite3.connect(path, timeout=timeout_ms / 1000, isolation_level=None, check_same_thread=False)
     try:
         db.execute(f"PRAGMA busy_timeout = {timeout_ms}")
+        check_ours(db, path)  # before anything below changes the file
         if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             db.execute("PRAGMA journal_mode = WAL")
         # NORMAL in WAL mode: a committed row survives the process being killed (not a power cut).
@@ -77,6 +86,34 @@ def _connect(path: Path, timeout_ms: int) -> sqlite3.Connection:
     return db
 
 
+def _insert(db: sqlite3.Connection, rows: list[_Row]) -> list[_Row]:
+    """Commit rows in one transaction; the rows SQLite refused for their values are left out and returned. An
+    error of the file itself (a lock, a full disk) rolls the whole transaction back and is raised."""
+    if len(rows) == 1:  # autocommit: one statement is its own transaction
+        try:
+            db.execute(_INSERT, rows[0])
+        except _ROW_ERRORS:
+            return rows
+        return []
+    refused: list[_Row] = []
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(_INSERT, rows)
+        except _ROW_ERRORS:  # one bad row: the rows before it are in the transaction; redo them one by one
+            for row in rows:
+                try:
+                    db.execute(_INSERT, row)
+                except _ROW_ERRORS:
+                    refused.append(row)
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return refused
+
+
 class ResponseCache:
     """Key -> (text, usage, finish reason, refusal, served model). Holds no prompts and no secrets: keys are hashes."""
 
@@ -85,6 +122,9 @@ class ResponseCache:
         self.busy_timeout_ms = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
         self.unsaved = 0  # answers that could not be written by close(): kept in memory only
         self.deferred = 0  # answers that met a locked file and went through the backlog
+        self.refused = 0  # answers SQLite would not take (kept in memory, counted in `unsaved`)
+        self.problem: str | None = None  # why answers were deferred or refused, in words
+        self.disk_full: str | None = None  # set when a write met a full disk: the run must stop sending
         self._db: sqlite3.Connection | None = None
         self._inline = False  # the connection's busy timeout is INLINE_WAIT_MS (set at the first write)
         self._pending: list[_Row] = []  # answers put in this event-loop turn, committed at the next (`flush`)
@@ -151,7 +191,9 @@ class ResponseCache:
         }
         meta |= {"truncated": True} if c.truncated else {}
         meta |= {"score_probs": dict(c.score_probs)} if c.score_probs is not None else {}
-        row = (key, completion.text, u.input_tokens, u.output_tokens, backend, model, time.time(), json.dumps(meta))
+        text, escaped = stored_text(completion.text)
+        meta |= {"text": JSON_TEXT} if escaped else {}
+        row = (key, text, u.input_tokens, u.output_tokens, plain(backend), plain(model), time.time(), json.dumps(meta))
         with self._lock:
             if self._backlog:  # keep order behind the rows already waiting
                 self._backlog.append(row)
@@ -181,24 +223,26 @@ class ResponseCache:
             if not self._inline:  # writes run inside the event loop: from now on they wait only briefly
                 db.execute(f"PRAGMA busy_timeout = {INLINE_WAIT_MS}")
                 self._inline = True
-            if len(rows) == 1:
-                db.execute(_INSERT, rows[0])
-            else:
-                try:
-                    db.execute("BEGIN IMMEDIATE")
-                    db.executemany(_INSERT, rows)
-                    db.execute("COMMIT")
-                except sqlite3.Error:
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
-                    raise
-        except (sqlite3.OperationalError, HarnessError):
+            self._refuse(_insert(db, rows))
+        except (sqlite3.Error, OSError, HarnessError) as e:  # the file: locked, or its disk full
             with self._lock:
                 self._backlog.extend(rows)
                 self.deferred += len(rows)
+                self._failed(e)
                 if self._flusher is None:
                     self._flusher = threading.Thread(target=self._flush_loop, name="cache-writer", daemon=True)
                     self._flusher.start()
+
+    def _failed(self, error: BaseException) -> None:
+        cause = error.__cause__ if isinstance(error, HarnessError) and error.__cause__ is not None else error
+        self.problem = problem(self.path, cause)
+        if disk_full(cause):
+            self.disk_full = self.problem
+
+    def _refuse(self, rows: list[_Row]) -> None:
+        if rows:
+            self.refused += len(rows)
+            self.problem = f"SQLite refused {self.refused} answers for {self.path}"
 
     def _write_backlog(self) -> bool:
         """One try at the whole backlog in one transaction, waiting up to the busy timeout; True when empty."""
@@ -210,10 +254,10 @@ class ResponseCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = _connect(self.path, self.busy_timeout_ms)
-            db.execute("BEGIN IMMEDIATE")
-            db.executemany(_INSERT, rows)
-            db.execute("COMMIT")
-        except (sqlite3.Error, OSError):
+            self._refuse(_insert(db, rows))
+        except (sqlite3.Error, OSError, HarnessError) as e:
+            with self._lock:
+                self._failed(e)
             return False
         finally:
             if db is not None:
@@ -229,7 +273,7 @@ class ResponseCache:
                     if not self._backlog:
                         self._flusher = None
                         return
-            self._closing.wait(0.05)
+            self._closing.wait(0.5 if self.disk_full else 0.05)  # a full disk rarely frees itself at once
 
     def __len__(self) -> int:
         self.flush()
@@ -246,7 +290,7 @@ class ResponseCache:
         if flusher is not None:
             flusher.join()
         self._write_backlog()
-        self.unsaved = len(self._backlog)
+        self.unsaved = len(self._backlog) + self.refused
         if self._db is not None:
             self._db.close()
             self._db = None

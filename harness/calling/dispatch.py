@@ -98,7 +98,7 @@ class _Dispatcher:
         self.limiter = limiter = Limiter(self.options.concurrency, self.options.rpm, self.options.tpm)
 
         async def worker() -> None:
-            while queue and self.fatal is None:  # after a fatal error, in-flight requests finish; none start
+            while queue and not self.stopping():  # after a fatal error, in-flight requests finish; none start
                 await self.send_one(backend, queue.popleft())
 
         # One worker per slot of the ceiling: the limiter decides how many of them are sending at a time, and a
@@ -131,7 +131,8 @@ class _Dispatcher:
             self.finish(completion)
 
     def stopping(self) -> bool:
-        return self.fatal is not None
+        """A fatal error, or a full disk under the cache: every further answer would be paid for and not kept."""
+        return self.fatal is not None or (self.cache is not None and self.cache.disk_full is not None)
 
     async def attempt(self, backend: RemoteBackend, request: Request) -> Completion | None:
         """The request's Completion (an answer or an error), or None when the whole run must stop."""
@@ -268,10 +269,17 @@ def call(
             if cache is not None:
                 cache.close()
                 stats.cache_deferred, stats.cache_unsaved = cache.deferred, cache.unsaved
+                stats.cache_problem = cache.problem
+    if cache is not None and cache.disk_full is not None:
+        raise HarnessError(
+            f"{cache.disk_full}: the answers that came before it filled are stored, {cache.unsaved} that came after "
+            "could not be kept, no further request was sent and no results were written; free space (or give "
+            "--cache another file) and rerun the same command: it sends only the requests whose answers are not stored"
+        )
     if stats.cache_unsaved:
         print(
-            f"warning: the cache file {cache.path if cache else ''} stayed locked by another "
-            f"process: {stats.cache_unsaved} answers are in this run's results but not in the cache",
+            f"warning: {cache.problem if cache else 'the cache'}: {stats.cache_unsaved} answers are in this run's "
+            "results but not in the cache",
             file=sys.stderr,
         )
     if requests and all(c.error is not None for c in done.values()):

@@ -73,6 +73,7 @@ class DispatchStats:
     first_deterministic_errors: list[str] = field(default_factory=list)
     cache_deferred: int = 0  # answers that met a locked cache file and were written later
     cache_unsaved: int = 0  # answers the locked cache file never took: in this run's results only
+    cache_problem: str | None = None  # why answers were deferred or unsaved (a lock, a refused row), in words
     limiter: dict[str, Any] | None = None  # the limiter's report (harness/calling/limiter.py); None: no API calls
     batch: dict[str, Any] | None = None  # --batch: batches waited on, requests submitted and answered (harness/batch)
     paid_by_batch: set[str] = field(default_factory=set)  # request ids whose answer was billed at the batch price
@@ -86,12 +87,12 @@ class DispatchStats:
         if d["limiter"] is None:
             d.pop("limiter")
         cache = {"mode": d.pop("cache"), "hits": d.pop("cache_hits"), "misses": d.pop("cache_misses")}
-        deferred, unsaved = d.pop("cache_deferred"), d.pop("cache_unsaved")
+        deferred, unsaved, why = d.pop("cache_deferred"), d.pop("cache_unsaved"), d.pop("cache_problem")
         if deferred or unsaved:
             cache |= {"deferred": deferred, "unsaved": unsaved}
         if unsaved:
             cache["note"] = (
-                f"{unsaved} answers could not be written to the locked cache file: they are in this run's "
+                f"{unsaved} answers could not be written to the cache file ({why}): they are in this run's "
                 "results, but a rerun would send them again"
             )
         return {"cache": cache, "dispatch": d}

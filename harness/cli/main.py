@@ -14,7 +14,7 @@ from harness.cli.configs import config_from_args, grid_from_args
 from harness.cli.options import Parser, add_data_args, run_parser
 from harness.cli.summary import print_dry_run, print_summary
 from harness.config.settings import RunConfig
-from harness.inputs import check_output, check_regular
+from harness.inputs import check_output, check_regular, disk_full
 from harness.types import HarnessError
 
 EXIT_USAGE = 2
@@ -242,6 +242,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_run(args)
     except HarnessError as e:
         print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as e:
+        if not disk_full(e):
+            raise
+        # A write no step above named (each names its own path where it can): still one line, not a traceback.
+        print(f"error: the disk is full ({e}); answers already in the response cache are kept", file=sys.stderr)
         return EXIT_USAGE
     except BatchesPending as e:
         print(f"batches pending: {e}", file=sys.stderr)

@@ -1,7 +1,8 @@
 """Folders written whole or not at all: staged in a hidden folder beside the target, then renamed into place.
 
 The one staging helper of the harness: run folders (results/write.py), sweep folders (sweep.py) and report
-folders (reporting/report.py) are all written through `staged`, so a crash mid-write leaves no half folder.
+folders (reporting/report.py) are all written through `staged`, so a crash mid-write leaves no half folder, and a
+full disk is one line naming the folder (not a traceback).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from harness.inputs import disk_full, disk_full_error
 from harness.results.claims import Claim
 
 __all__ = ["staged", "umask"]
@@ -45,8 +47,11 @@ def staged(target: Claim | Path) -> Iterator[Path]:
             staging = target.staging()
             yield staging
             target.publish(staging)
-        except BaseException:
+        except BaseException as e:
             target.abandon()
+            if disk_full(e):  # the answers are in the response cache: a rerun writes the folder without buying them
+                why = f"{target.final} was not written; free space and run the same command again (answers in the "
+                raise disk_full_error(target.results_dir, e, why + "response cache are not bought again)") from None
             raise
         return
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -55,8 +60,10 @@ def staged(target: Claim | Path) -> Iterator[Path]:
         yield staging
         os.chmod(staging, 0o777 & ~umask())  # mkdtemp makes 0700; results are as readable as the user's files
         _replace(staging, target)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(staging, ignore_errors=True)
+        if disk_full(e):
+            raise disk_full_error(target.parent, e, f"{target} was not written") from None
         raise
 
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.inputs import disk_full, disk_full_error
 from harness.results.claims import Claim, claim
 from harness.results.stage import staged, umask
 from harness.types import Scored
@@ -24,6 +25,12 @@ def make_run_id(dataset: str, split: str, model: str, shots: int, prompt: str, w
     stamp = (when or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{dataset}-{split}-{model}-k{shots}-{prompt}")
     return f"{safe}-{stamp}"
+
+
+# A reply may hold a lone surrogate (JSON-escaped by its server), which UTF-8 cannot encode: written as its JSON
+# escape (\ud800), the line stays JSON and json.loads reads back the very text. Surrogates occur only inside
+# JSON strings, where the escape means the same character (a literal backslash is already "\\").
+_ESCAPE = "backslashreplace"
 
 
 def _json(obj: Any) -> str:
@@ -52,12 +59,14 @@ def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=_ESCAPE) as f:
             f.write(text)
         os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600; a plain open() would have given this
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if disk_full(e):
+            raise disk_full_error(path.parent, e, f"{path} was not written") from None
         raise
 
 
@@ -77,8 +86,8 @@ def write_run(
     given, receives each sample's record as it went into samples.jsonl (read back without the file)."""
     claimed = claimed or claim(results_dir, run_id, explicit=True)
     with staged(claimed) as staging:
-        (staging / "config.json").write_text(_json(config), encoding="utf-8")
-        with open(staging / "samples.jsonl", "w", encoding="utf-8") as f:
+        (staging / "config.json").write_text(_json(config), encoding="utf-8", errors=_ESCAPE)
+        with open(staging / "samples.jsonl", "w", encoding="utf-8", errors=_ESCAPE) as f:
             dumps = _line_encoder()
             for s in samples:
                 record = sample_record(s)
@@ -86,11 +95,11 @@ def write_run(
                 if records is not None:
                     records.append(record)
         if metrics is not None:
-            (staging / "metrics.json").write_text(_json(metrics), encoding="utf-8")
+            (staging / "metrics.json").write_text(_json(metrics), encoding="utf-8", errors=_ESCAPE)
         if test_predictions is not None:
             (staging / "test_predictions.json").write_text(json.dumps(test_predictions) + "\n", encoding="utf-8")
         for name, text in (extra_files or {}).items():  # e.g. answers.jsonl of the qa variants
-            (staging / name).write_text(text, encoding="utf-8")
+            (staging / name).write_text(text, encoding="utf-8", errors=_ESCAPE)
     return claimed.final
 
 

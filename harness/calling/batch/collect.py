@@ -11,7 +11,7 @@ from harness.calling.backends.base import PermanentError, RetryableError
 from harness.calling.batch import BatchesPending
 from harness.calling.batch.base import Remote, client_for, with_retries
 from harness.calling.batch.state import Context, Group
-from harness.types import HarnessError
+from harness.types import Completion, HarnessError
 
 
 async def wait(ctx: Context, waiting: dict[str, Group]) -> None:
@@ -88,18 +88,35 @@ async def _poll(ctx: Context, local_id: str, group: Group, label: str) -> bool:
 
 
 async def _collect(ctx: Context, local_id: str, group: Group, client: Any, remote: Remote) -> bool:
-    """Stream an ended batch's results into the cache, then close it with its per-request errors."""
+    """Stream an ended batch's results into the cache, then close it with its per-request errors.
+
+    A result file may disagree with what was sent. A request named more than once with different outcomes keeps
+    the first answer in the file (an answer beats an error line): that one goes to the cache, and the run reads
+    its answers back from the cache, so run folder and cache agree; the conflict is kept in the batch records
+    (a rerun's metrics.json names it too) and reported. Lines naming requests this batch never sent are ignored
+    and counted."""
     keys = set(ctx.store.keys(local_id))
     seen: dict[str, str | None] = {}  # key -> None (answered) or its error
+    kept: dict[str, Completion] = {}  # key -> the answer stored
+    conflicts: dict[str, str] = {}  # key -> what else the file said
+    unknown: list[str] = []
     try:
         async for outcome in group.provider.results(client, remote):
-            if outcome.key not in keys:
-                continue
-            if outcome.completion is not None:
-                ctx.cache.put(outcome.key, outcome.completion, group.backend.name, group.backend.model)
-                seen[outcome.key] = None
-            elif seen.get(outcome.key, "") is not None:  # an answer beats an error line for the same id
-                seen[outcome.key] = outcome.error
+            key, completion = outcome.key, outcome.completion
+            if key not in keys:
+                unknown.append(key or "(a line without one)")
+            elif key in kept:
+                if completion != kept[key]:
+                    other = f"answer {completion.text!r}" if completion is not None else f"error {outcome.error!r}"
+                    conflicts[key] = f"the result file also gave {other}"[:300]
+            elif completion is not None:
+                kept[key] = completion
+                ctx.cache.put(key, completion, group.backend.name, group.backend.model)
+                if key in seen:
+                    conflicts[key] = f"the result file also gave error {seen[key]!r}"[:300]
+                seen[key] = None
+            else:
+                seen.setdefault(key, outcome.error)
     except PermanentError as e:
         if e.fatal and not str(e).startswith("HTTP 404"):
             raise HarnessError(f"{group.provider.name} batch {remote.batch_id}: {e}") from None
@@ -110,21 +127,44 @@ async def _collect(ctx: Context, local_id: str, group: Group, client: Any, remot
             "so far are cached, rerun to fetch the rest"
         )
         return False
+    ctx.cache.flush()  # this turn's answers, committed before the batch is closed and they are read back
+    if ctx.cache.disk_full is not None:  # left open: a rerun downloads the results again and pays nothing more
+        raise HarnessError(
+            f"{ctx.cache.disk_full}: the results of batch {remote.batch_id} could not all be stored; the batch "
+            "stays open, so the same command run again after freeing space downloads them again at no cost"
+        )
+    _report(ctx, remote.batch_id, conflicts, unknown)
     errors = {k: e for k, e in seen.items() if e is not None}
     why = remote.why or "the batch returned no result for this request"
     errors |= {k: f"{why} ({remote.batch_id})" for k in keys - seen.keys()}
-    ctx.store.collect(local_id, remote.status, errors, remote.why if errors else None)
-    _settle(ctx, local_id)
+    ctx.store.collect(local_id, remote.status, errors, remote.why if errors else None, conflicts)
+    _settle(ctx, local_id, kept)
     return True
 
 
-def _settle(ctx: Context, local_id: str) -> None:
-    """Take a collected batch's outcomes into this invocation's results."""
+def _report(ctx: Context, batch_id: str, conflicts: dict[str, str], unknown: list[str]) -> None:
+    """Say what the result file got wrong (on stderr; metrics.json takes it from ctx.out and the records)."""
+    ctx.out.conflicts |= conflicts
+    ctx.out.unknown += len(unknown)
+    if conflicts:
+        ctx.log(
+            f"warning: batch {batch_id}: {len(conflicts)} requests came back more than once with different "
+            f"outcomes (custom_id {', '.join(sorted(conflicts)[:3])}{', ...' if len(conflicts) > 3 else ''}): "
+            "the first answer in the result file is kept, in the cache and in the run folder"
+        )
+    if unknown:
+        shown = ", ".join(sorted(set(unknown))[:3])
+        ctx.log(f"warning: batch {batch_id}: {len(unknown)} lines name requests it never held ({shown}), ignored")
+
+
+def _settle(ctx: Context, local_id: str, fresh: dict[str, Completion] | None = None) -> None:
+    """Take a collected batch's outcomes into this invocation's results, as the cache holds them (`fresh`: what
+    was just collected, for an answer a locked cache file has not taken yet)."""
     for key, error in ctx.store.settled_since(ctx.store.keys(local_id), 0.0).items():
         if error is not None:
             ctx.out.errors[key] = error
             continue
-        hit = ctx.cache.get(key, key)
+        hit = ctx.cache.get(key, key) or (fresh or {}).get(key)
         if hit is not None:
             ctx.out.answers[key] = dataclasses.replace(hit, cached=False)  # every field the cache keeps
 

@@ -15,6 +15,7 @@ harness/calling/batch/collect.py polls and collects.
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from harness.calling.batch.state import Context, Gathered, Group, Log
 from harness.calling.batch.store import BatchStore
 from harness.calling.batch.submit import recover, submit
 from harness.calling.cache import ResponseCache
+from harness.calling.cache_file import problem
 from harness.calling.cache_keys import request_key
 from harness.calling.options import RetryPolicy
 from harness.calling.pricing import Price
@@ -91,6 +93,11 @@ class Session:
             for group in groups.values():
                 waiting |= dict.fromkeys(await submit(self.ctx, group), group)
             await wait(self.ctx, waiting)
+        except sqlite3.Error as e:  # the batch records' file (the cache's): its disk full, or locked for too long
+            raise HarnessError(
+                f"{problem(self.ctx.cache.path, e)}: the batch records could not be updated; what they hold is kept, "
+                "and the same command run again polls and collects the batches already submitted"
+            ) from None
         finally:
             for group in groups.values():
                 await group.backend.aclose()

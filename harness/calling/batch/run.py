@@ -75,6 +75,7 @@ def batch_call(
                 hit = cache.get(key, r.id)
                 done[r.id] = hit or Completion(r.id, None, error="no answer in the cache after its batch ended")
         paid = session.store.answered(keys.values())
+        conflicts = session.store.conflicts(set(keys.values()))  # this collection's, or an earlier one's
     finally:
         session.close()
         cache.close()
@@ -93,7 +94,18 @@ def batch_call(
         "answered": len(billed),
         "failed": stats.errors,
         "poll_seconds": options.batch.poll if options.batch else None,
+        "unknown_ids": got.unknown,  # result lines naming requests their batch never held: ignored
+        "conflicts": sum(keys[r.id] in conflicts for r in requests),
     }
+    if stats.batch["conflicts"]:
+        stats.batch["conflicting_ids"] = [r.id for r in requests if keys[r.id] in conflicts][:20]
+        stats.batch["conflict_rule"] = "a request answered more than once: the first answer in the result file is kept"
+        if not got.conflicts:  # reported at collection, by an earlier invocation: said again here
+            print(
+                f"warning: batch: {stats.batch['conflicts']} of these requests came back from their batch more than "
+                "once with different outcomes; the first answer is kept (metrics.json: dispatch.batch.conflicts)",
+                file=sys.stderr,
+            )
     return done
 
 

@@ -31,6 +31,8 @@ class Gathered:
     errors: dict[str, str] = field(default_factory=dict)  # failed in a batch during this invocation
     submitted: int = 0  # requests this invocation submitted
     batch_ids: list[str] = field(default_factory=list)  # the provider ids of every batch waited on
+    conflicts: dict[str, str] = field(default_factory=dict)  # key -> what its result file said besides the answer kept
+    unknown: int = 0  # result lines naming requests their batch never held (ignored)
 
 
 @dataclass

@@ -7,7 +7,9 @@ leaves a record that says what may have reached the provider:
     uploaded  OpenAI: the input file is uploaded (its id kept); no batch created yet
     creating  the create call is on its way: the provider may hold a batch we have no id for
     submitted the provider's batch id is kept: poll it, never submit its requests again
-    collected its results are in the cache (answers) and in `batch_requests` (per-request errors)
+    collected its results are in the cache (answers) and in `batch_requests` (per-request errors, and for an
+              answered request that the result file named more than once with different outcomes, that
+              conflict: the answer kept is the first in the file, harness/calling/batch/collect.py)
 
 A stage left behind by a dead process is recovered by the next run (harness/calling/batch/flow.py): planned and
 uploaded are dropped (nothing was created), creating is looked up at the provider. Like the cache, the
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.calling.cache import BUSY_TIMEOUT_MS
+from harness.calling.cache_file import check_ours, plain
 from harness.types import HarnessError
 
 STAGES = ("planned", "uploaded", "creating", "submitted", "collected")
@@ -33,6 +36,7 @@ OPEN_STAGES = ("planned", "uploaded", "creating", "submitted")
 STALE_SECONDS = 3600.0  # a claim not touched for this long is abandoned even if its process id is alive
 # Local ids claimed by this process (any BatchStore in it): its own claims are never "abandoned".
 _CLAIMED_HERE: set[str] = set()
+Conflicts = dict[str, str] | None
 _CHUNK = 500  # keys per `IN (...)` query (SQLite's variable limit is far above; this keeps statements small)
 
 _SCHEMA = (
@@ -79,6 +83,7 @@ class BatchStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            check_ours(self._db, path)  # another program's database is refused before anything changes it
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
             for statement in _SCHEMA:
@@ -173,13 +178,13 @@ class BatchStore:
         sets = "".join(f", {name} = ?" for name in fields)
         self._db.execute(
             f"UPDATE batches SET stage = ?, updated = ?{sets} WHERE local_id = ?",
-            (stage, time.time(), *fields.values(), local_id),
+            (stage, time.time(), *(plain(v) if isinstance(v, str) else v for v in fields.values()), local_id),
         )
 
     def set_status(self, local_id: str, status: str, done: int, failed: int) -> None:
         self._db.execute(
             "UPDATE batches SET status = ?, done = ?, failed = ?, updated = ? WHERE local_id = ?",
-            (status, done, failed, time.time(), local_id),
+            (plain(status), done, failed, time.time(), local_id),
         )
 
     def drop(self, local_id: str) -> None:
@@ -190,26 +195,37 @@ class BatchStore:
         self._db.execute("COMMIT")
         _CLAIMED_HERE.discard(local_id)
 
-    def collect(self, local_id: str, status: str, errors: dict[str, str], note: str | None = None) -> tuple[int, int]:
-        """Close a batch: requests named in `errors` failed, the rest were answered (already in the cache).
+    def collect(
+        self, local_id: str, status: str, errors: dict[str, str], note: str | None = None, conflicts: Conflicts = None
+    ) -> tuple[int, int]:
+        """Close a batch: requests named in `errors` failed, the rest were answered (already in the cache);
+        `conflicts`: answered requests the result file named again with another outcome, and what it said.
 
         Returns (answered, failed)."""
         now = time.time()
         keys = self.keys(local_id)
-        failed = [(errors[k], now, local_id, k) for k in keys if k in errors]
-        self._db.execute("BEGIN IMMEDIATE")
-        self._db.execute(
-            "UPDATE batch_requests SET state = 'done', error = NULL, updated = ? WHERE local_id = ?", (now, local_id)
-        )
-        self._db.executemany(
-            "UPDATE batch_requests SET state = 'failed', error = ?, updated = ? WHERE local_id = ? AND key = ?", failed
-        )
-        self._db.execute(
-            "UPDATE batches SET stage = 'collected', status = ?, done = ?, failed = ?, updated = ?, note = ?"
-            " WHERE local_id = ?",
-            (status, len(keys) - len(failed), len(failed), now, note, local_id),
-        )
-        self._db.execute("COMMIT")
+        # Messages and notes may quote a server's text, which UTF-8 may not hold (a lone surrogate): escaped.
+        failed = [(plain(errors[k]), now, local_id, k) for k in keys if k in errors]
+        noted = [(plain(why), local_id, k) for k, why in (conflicts or {}).items() if k not in errors]
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            done = "UPDATE batch_requests SET state = 'done', error = NULL, updated = ? WHERE local_id = ?"
+            self._db.execute(done, (now, local_id))
+            self._db.executemany(
+                "UPDATE batch_requests SET state = 'failed', error = ?, updated = ? WHERE local_id = ? AND key = ?",
+                failed,
+            )
+            self._db.executemany("UPDATE batch_requests SET error = ? WHERE local_id = ? AND key = ?", noted)
+            self._db.execute(
+                "UPDATE batches SET stage = 'collected', status = ?, done = ?, failed = ?, updated = ?, note = ?"
+                " WHERE local_id = ?",
+                (plain(status), len(keys) - len(failed), len(failed), now, note and plain(note), local_id),
+            )
+            self._db.execute("COMMIT")
+        except BaseException:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
         return len(keys) - len(failed), len(failed)
 
     # --- reading -----------------------------------------------------------------------------------
@@ -227,6 +243,19 @@ class BatchStore:
         columns = ", ".join(BatchRow.__dataclass_fields__)
         query = f"SELECT {columns} FROM batches {where} ORDER BY created"
         return [BatchRow(*r) for r in self._db.execute(query, tuple(params))]
+
+    def conflicts(self, keys: Iterable[str]) -> dict[str, str]:
+        """key -> what its batch's result file said that disagreed with the answer kept (answered keys only)."""
+        found: dict[str, str] = {}
+        for chunk in _chunks(list(keys)):
+            found.update(
+                self._db.execute(
+                    "SELECT key, error FROM batch_requests WHERE state = 'done' AND error IS NOT NULL"
+                    f" AND key IN ({_marks(chunk)}) ORDER BY updated",
+                    chunk,
+                )
+            )
+        return found
 
     def known_batch_ids(self) -> set[str]:
         return {b for (b,) in self._db.execute("SELECT batch_id FROM batches WHERE batch_id IS NOT NULL")}

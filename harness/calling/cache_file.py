@@ -1,0 +1,69 @@
+"""The response cache's SQLite file: whose it is, what a row may hold, and why a write failed.
+
+The cache and the batch records (harness/calling/batch/store.py) share one file. Before either changes it,
+`check_ours` refuses a file that some other program made (tables that are not ours): a mistyped --cache must not
+gain our tables, a WAL journal or rows inside another application's database.
+
+SQLite keeps TEXT as UTF-8, but a reply's text may hold what UTF-8 cannot: a lone surrogate ("\\ud800" escaped
+in the server's JSON decodes to one). `stored_text` keeps such a text as its JSON string literal (ASCII) and the
+row's meta says so ("text": "json"); reading the row reverses it. Every other text (NUL and control characters
+included) is stored as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from harness.inputs import disk_full
+from harness.types import HarnessError
+
+OUR_TABLES = frozenset({"responses", "batches", "batch_requests"})
+RESPONSE_COLUMNS = frozenset({"key", "text", "input_tokens", "output_tokens", "backend", "model", "created"})
+JSON_TEXT = "json"  # meta["text"]: the text column holds json.dumps(text)
+
+
+def check_ours(db: sqlite3.Connection, path: Path) -> None:
+    """HarnessError (read only, nothing changed) unless the file is empty or holds only our tables."""
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    foreign = sorted(t for t in tables - OUR_TABLES if not t.startswith("sqlite_"))
+    columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")} if "responses" in tables else set()
+    if foreign or ("responses" in tables and not columns >= RESPONSE_COLUMNS):
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "") if foreign else "responses"
+        raise HarnessError(
+            f"{path} is an SQLite database of another program (its tables {shown} are not a response cache's); "
+            "it was left unchanged: give --cache a new file (or the cache.sqlite of a results folder)"
+        )
+
+
+def stored_text(text: str) -> tuple[str, bool]:
+    """The text as the row keeps it, and whether it is JSON-escaped (only when UTF-8 cannot hold it)."""
+    if text.isascii():
+        return text, False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(text), True  # ensure_ascii: a lone surrogate becomes the six characters \ud800
+    return text, False
+
+
+def loaded_text(stored: str, meta: dict[str, object]) -> str:
+    """The reply's text as it came, from a row written by `stored_text`."""
+    return str(json.loads(stored)) if meta.get("text") == JSON_TEXT else stored
+
+
+def plain(value: str) -> str:
+    """A label (a model name, an error message) as UTF-8 can hold it: unencodable characters backslash-escaped."""
+    if value.isascii():
+        return value
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def problem(path: Path, error: BaseException) -> str:
+    """Why a write to the cache file failed, in words: a full disk is named as one, never as a lock."""
+    if disk_full(error):
+        return f"the disk holding {path} is full ({error})"
+    if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+        return f"the cache file {path} stayed locked by another process"
+    return f"the cache file {path} could not be written ({type(error).__name__}: {error})"
