@@ -24,8 +24,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from harness.calling.cache_file import JSON_TEXT, check_ours, loaded_text, plain, problem, stored_text
-from harness.inputs import disk_full
+from harness.calling.cache_file import JSON_TEXT, check_ours, full, loaded_text, plain, problem, stored_text
 from harness.types import Completion, HarnessError, Usage
 
 BUSY_TIMEOUT_MS = 30_000
@@ -146,7 +145,7 @@ class ResponseCache:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._db = _connect(self.path, self.busy_timeout_ms)
             except (sqlite3.Error, OSError) as e:
-                raise HarnessError(f"cannot open the response cache {self.path}: {e}") from e
+                raise HarnessError(f"cannot open the response cache: {problem(self.path, e)}") from e
         return self._db
 
     def get(self, key: str, request_id: str) -> Completion | None:
@@ -236,7 +235,7 @@ class ResponseCache:
     def _failed(self, error: BaseException) -> None:
         cause = error.__cause__ if isinstance(error, HarnessError) and error.__cause__ is not None else error
         self.problem = problem(self.path, cause)
-        if disk_full(cause):
+        if full(self.path, cause):
             self.disk_full = self.problem
 
     def _refuse(self, rows: list[_Row]) -> None:

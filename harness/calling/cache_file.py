@@ -13,6 +13,7 @@ included) is stored as it is.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -60,9 +61,26 @@ def plain(value: str) -> str:
     return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+LOW_SPACE = 1 << 20  # bytes: below this, an I/O error of SQLite's is the disk's being full
+
+
+def full(path: Path, error: BaseException) -> bool:
+    """Whether a failed write met a full disk. SQLite says SQLITE_FULL when a page does not fit, but a WAL index
+    (-shm) that cannot grow is a bare I/O error: that one counts when the disk has almost no space left."""
+    if disk_full(error):
+        return True
+    if not isinstance(error, sqlite3.Error) or (getattr(error, "sqlite_errorcode", 0) or 0) & 0xFF != 10:
+        return False  # 10: SQLITE_IOERR, whose extended codes keep it in the low byte
+    try:
+        stats = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < LOW_SPACE
+
+
 def problem(path: Path, error: BaseException) -> str:
     """Why a write to the cache file failed, in words: a full disk is named as one, never as a lock."""
-    if disk_full(error):
+    if full(path, error):
         return f"the disk holding {path} is full ({error})"
     if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
         return f"the cache file {path} stayed locked by another process"

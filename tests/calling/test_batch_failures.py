@@ -135,3 +135,31 @@ def test_a_batch_the_provider_no_longer_knows_is_resubmitted_by_the_next_run(
         server.batch_delay = 0.1
         assert main(args(server, "openai", tmp_path, *BATCH)) == 0
     assert len(server.batches) == 1 and len(run_dirs(tmp_path)) == 1
+
+
+def test_a_full_disk_while_collecting_keeps_the_batch_open_and_the_rerun_buys_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The cache (and so the batch records) on a real, nearly full tmpfs when the results come in: one `error:`
+    line naming the cache's full disk; the batch stays open, so after space is freed the same command downloads
+    its results again: every answer is kept, nothing is submitted twice."""
+    from tests.small_disk import small_disk
+
+    long = lambda prompt: default_answer(prompt) + " because " + "word " * 200  # noqa: E731 - ~1 KB a row
+    with small_disk(tmp_path / "disk", "8m") as disk, FakeBatchServer(batch_delay=0.3, answer=long) as server:
+        cache = disk.path / "cache.sqlite"
+        argv = args(server, "openai", tmp_path / "res", *BATCH, "--cache", str(cache), limit=200)
+        assert main([*argv, "--batch-wait", "0"]) == 4  # submitted, not ended yet
+        disk.fill(leave=128 * 1024)
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        disk.free()
+        assert main(argv) == 0
+    lines = [line for line in err.splitlines() if line.startswith(("error", "warning", "Traceback"))]
+    assert len(lines) == 1 and lines[0].startswith(f"error: the disk holding {cache} is full"), err
+    assert "locked" not in err and "Traceback" not in err
+    assert len(server.batches) == 1 and set(server.submitted.values()) == {1}
+    (run,) = run_dirs(tmp_path / "res")
+    assert all(s["output"] == long(s["prompt"]) for s in samples(run).values()) and len(samples(run)) == 200
+    assert metrics(run)["usage"]["paid"] == {"batch": 200, "one_by_one": 0}

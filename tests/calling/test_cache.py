@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,123 @@ def test_a_run_finishes_and_says_so_when_its_cache_stays_locked(
     assert metrics["dispatch"]["seconds"] < 5  # 24 requests at 0.05 s, 8 at a time: the lock stalled nothing
     assert server.max_in_flight == 8
     assert "24 answers are in this run's results but not in the cache" in capsys.readouterr().err
+
+
+# --- replies whose text UTF-8 cannot hold; rows SQLite refuses -----------------------------------------------
+
+HOSTILE = [
+    "3.0 \ud800",  # a lone surrogate, as json.loads reads the server's "\ud800"
+    "\udfff\ud800 2.5",  # two, in the wrong order
+    "4.0\x00after a NUL",
+    "1.0 \x01\x1b[31m\x7f\u2028 control characters",
+    '"\\ud800" looks like an escape',  # the six characters, not a surrogate: must not be unescaped
+    "\ufffe\uffff\U0010ffff 5.0",
+]
+
+
+def test_any_text_a_server_sends_round_trips_exactly(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    for i, text in enumerate(HOSTILE):
+        cache.put(f"k{i}", Completion(str(i), text, usage=Usage(3, 1), finish_reason="stop"), "openai", "m")
+    cache.close()
+    assert cache.unsaved == 0
+    again = ResponseCache(tmp_path / "c.sqlite")
+    for i, text in enumerate(HOSTILE):
+        assert again.get(f"k{i}", "x") == Completion("x", text, usage=Usage(3, 1), cached=True, finish_reason="stop")
+    # Escaped only where UTF-8 cannot hold the text, and the row says so.
+    rows = dict(sqlite3.connect(tmp_path / "c.sqlite").execute("SELECT key, meta FROM responses"))
+    assert [json.loads(rows[f"k{i}"]).get("text") for i in range(len(HOSTILE))] == ["json", "json"] + [None] * 4
+
+
+async def _one_turn(cache: ResponseCache, completions: list[Completion]) -> None:
+    for c in completions:  # put in one event-loop turn: committed together, in one transaction
+        cache.put(f"k{c.request_id}", c, "openai", "m")
+    await asyncio.sleep(0)
+
+
+def test_one_row_sqlite_refuses_never_takes_the_rows_of_its_transaction_down(tmp_path: Path) -> None:
+    path = _existing(tmp_path / "c.sqlite")
+    cache = ResponseCache(path)
+    good = [Completion(str(i), f"{i}.0", usage=Usage(5, 1)) for i in range(6)]
+    bad = Completion("bad", "2.0", usage=Usage(2**70, 1))  # a usage no SQLite INTEGER holds: the binding refuses it
+    asyncio.run(_one_turn(cache, [*good[:3], bad, *good[3:]]))
+    cache.put("k-after", Completion("after", "1.0"), "openai", "m")  # the file is not left inside a transaction
+    cache.close()
+    assert (cache.unsaved, cache.refused) == (1, 1) and "refused 1 answers" in (cache.problem or "")
+    again = ResponseCache(path)
+    assert len(again) == 1 + 6 + 1 and again.get("kbad", "x") is None
+    assert all(again.get(f"k{c.request_id}", c.request_id) == replace(c, cached=True) for c in good)
+
+
+def test_a_run_keeps_every_answer_when_one_reply_holds_a_lone_surrogate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The real openai SDK against tests/fake_server.py: one reply's JSON holds "\\ud800" (escaped, as json.dumps
+    sends it); every answer is cached, the run folder is written, and a rerun buys nothing."""
+    from harness.cli.main import main
+    from tests.fake_server import FakeServer, default_answer
+
+    hostile: list[str] = []
+
+    def answer(prompt: str) -> str:
+        if not hostile or prompt == hostile[0]:
+            hostile[:1] = [prompt]
+            return default_answer(prompt) + " \ud800 \x00"
+        return default_answer(prompt)
+
+    results = tmp_path / "res"
+    with FakeServer(answer=answer) as server:
+        argv = ["--model", "gpt-4o", "--base-url", server.openai_url, "--dataset", "stsb", "--limit", "40",
+                "--results-dir", str(results), "--no-progress", "--concurrency", "8"]  # fmt: skip
+        assert main([*argv, "--run-id", "a"]) == 0
+        sent = len(server.calls)
+        assert main([*argv, "--run-id", "b"]) == 0  # the rerun: every answer from the cache
+        assert len(server.calls) == sent == 40
+    assert "Traceback" not in capsys.readouterr().err
+    cache = ResponseCache(results / "cache.sqlite")
+    assert len(cache) == 40 and cache.unsaved == 0
+    for run in ("a", "b"):
+        samples = [json.loads(line) for line in (results / run / "samples.jsonl").read_text().splitlines()]
+        odd = [s for s in samples if s["prompt"] == hostile[0]]
+        expected = default_answer(hostile[0]) + " \ud800 \x00"
+        assert len(samples) == 40 and odd and all(s["output"] == expected for s in odd)
+        assert all(s["error"] is None for s in samples)
+
+
+# --- a full disk under the cache ------------------------------------------------------------------------------
+
+
+def test_a_full_disk_under_the_cache_stops_the_run_in_one_line_and_the_rerun_buys_only_what_was_lost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real tmpfs, nearly full: the cache takes a few answers, then SQLite says SQLITE_FULL. The run stops sending
+    at once, says so in one `error:` line naming the cache and the full disk (not a lock, not a traceback), and
+    after space is freed the same command buys exactly the requests whose answers were not stored."""
+    from harness.cli.main import main
+    from tests.fake_server import FakeServer, default_answer
+    from tests.small_disk import small_disk
+
+    long = lambda prompt: default_answer(prompt) + " because " + "word " * 200  # noqa: E731 - ~1 KB a row
+    with small_disk(tmp_path / "disk", "8m") as disk, FakeServer(answer=long, latency=0.01) as server:
+        cache_path = disk.path / "cache.sqlite"
+        _existing(cache_path)
+        disk.fill(leave=128 * 1024)
+        argv = ["--model", "gpt-4o", "--base-url", server.openai_url, "--dataset", "stsb", "--limit", "200",
+                "--results-dir", str(tmp_path / "res"), "--cache", str(cache_path), "--no-progress",
+                "--concurrency", "4"]  # fmt: skip
+        assert main([*argv, "--run-id", "a"]) == 2
+        err = capsys.readouterr().err
+        first = server.received()
+        disk.free()
+        stored = len(ResponseCache(cache_path)) - 1  # the seed row is not this run's
+        assert main([*argv, "--run-id", "b"]) == 0, capsys.readouterr().err
+        again = server.received()[len(first) :]
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: the disk holding {cache_path} is full"), err
+    assert "locked" not in err and "Traceback" not in err
+    assert 0 < stored < len(first) < 200  # some answers stored, then it stopped sending long before the end
+    assert f"{len(first) - stored} that came after could not be kept" in lines[0]
+    assert not (tmp_path / "res" / "a").exists()
+    # The rerun sends each prompt whose answer was not stored, and only those.
+    prompts = {json.loads(line)["prompt"] for line in (tmp_path / "res" / "b" / "samples.jsonl").open()}
+    assert len(set(again)) == len(prompts) - stored and not set(again) & (set(first) - set(again))

@@ -88,3 +88,46 @@ def test_a_writer_killed_mid_write_leaves_no_half_folder(tmp_path: Path, kind: s
         assert visible == ["run"] and _entries(tmp_path / "run") == []  # the empty claim of a dead run
         clean_stale(tmp_path)  # what the next run in this folder does first
         assert _entries(tmp_path) == []
+
+
+def test_a_full_results_disk_is_one_line_and_the_rerun_buys_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--results-dir on a real, nearly full tmpfs (the cache elsewhere): the run folder cannot be written; one
+    `error:` line names the folder and the full disk; every answer is in the cache, so the rerun sends nothing."""
+    from harness.cli.main import main
+    from tests.fake_server import FakeServer
+    from tests.small_disk import small_disk
+
+    with small_disk(tmp_path / "disk", "256k") as disk, FakeServer() as server:
+        results = disk.path / "res"
+        argv = ["--model", "gpt-4o", "--base-url", server.openai_url, "--dataset", "stsb", "--limit", "60",
+                "--results-dir", str(results), "--cache", str(tmp_path / "cache.sqlite"), "--no-progress",
+                "--run-id", "r"]  # fmt: skip
+        results.mkdir()
+        disk.fill(leave=4096)
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        sent = len(server.calls)
+        assert _entries(results) == []  # no half folder, no staging folder, no lock
+        disk.free()
+        assert main(argv) == 0
+        assert len(server.calls) == sent == 60
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: the disk holding {results} is full"), err
+    assert f"{results / 'r'} was not written" in lines[0] and "Traceback" not in err
+
+
+def test_a_report_folder_on_a_full_disk_is_one_line_and_the_old_report_stays(tmp_path: Path) -> None:
+    from harness.types import HarnessError
+    from tests.small_disk import small_disk
+
+    with small_disk(tmp_path / "disk", "256k") as disk:
+        report = disk.path / "report"
+        with staged(report) as staging:
+            (staging / "report.md").write_text("old\n")
+        disk.fill(leave=8192)
+        full = rf"the disk holding {disk.path} is full .*: {report} was not written"
+        with pytest.raises(HarnessError, match=full), staged(report) as staging:
+            (staging / "report.md").write_text("new\n" * 10_000)
+        assert _entries(disk.path) == [".filler", "report"] and (report / "report.md").read_text() == "old\n"

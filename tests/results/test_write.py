@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.results.claims import claim
 from harness.results.stage import umask
 from harness.results.write import make_run_id, read_samples, sample_record, write_atomic, write_run
 from harness.types import HarnessError, Scored
@@ -96,3 +97,41 @@ def test_write_atomic_replaces_whole_files_with_the_users_mode(tmp_path: Path) -
     assert path.read_text() == "two\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask()
     assert [p.name for p in path.parent.iterdir()] == ["report.json"]
+
+
+def test_a_reply_utf8_cannot_hold_is_written_as_its_json_escape_and_reads_back_exactly(tmp_path: Path) -> None:
+    """A lone surrogate (a server's JSON-escaped "\\ud800") in a reply, an error and metrics: the files are UTF-8,
+    every line is JSON, and reading gives back the very text (a literal backslash stays a backslash)."""
+    odd = "3.0 \ud800 and \udfff, NUL \x00, bell \x07, and the six characters \\ud800"
+    samples = [scored(0, output=odd), scored(1, output=None, valid=False, prediction=None, error=f"HTTP 500: {odd}")]
+    run_dir = write_run(tmp_path, "r1", CONFIG, samples, {"first_errors": [odd]}, None, {"answers.jsonl": f"{odd}\n"})
+    for name in ("samples.jsonl", "metrics.json", "answers.jsonl"):
+        (run_dir / name).read_bytes().decode("utf-8")  # strict: no surrogate reached the file
+    assert read_samples(run_dir) == [sample_record(s) for s in samples]
+    assert read_samples(run_dir)[0]["output"] == odd
+    assert json.loads((run_dir / "metrics.json").read_text()) == {"first_errors": [odd]}
+    write_atomic(tmp_path / "x.json", json.dumps([odd], ensure_ascii=False))
+    assert json.loads((tmp_path / "x.json").read_text()) == [odd]
+
+
+def test_a_full_disk_is_one_error_naming_the_folder_and_leaves_nothing(tmp_path: Path) -> None:
+    from tests.small_disk import small_disk
+
+    with small_disk(tmp_path / "disk", "256k") as disk:
+        results = disk.path / "results"
+        results.mkdir()
+        claimed = claim(results, "r1", explicit=True)  # before the run: the disk still had room
+        disk.fill(leave=8192)
+        many = [scored(i, output="3.0 " + "x" * 400) for i in range(2000)]  # ~1 MB of samples
+        with pytest.raises(HarnessError) as caught:
+            write_run(results, "r1", CONFIG, many, {"n": 2000}, claimed=claimed)
+        message = str(caught.value)
+        assert f"the disk holding {results} is full (No space left on device)" in message
+        assert f"{results / 'r1'} was not written" in message and "\n" not in message
+        assert sorted(p.name for p in results.iterdir()) == []  # no staging, no claimed folder, no lock
+        with pytest.raises(HarnessError, match=r"is full \(No space left on device\): .*report.json was not written"):
+            write_atomic(results / "report.json", "x" * 100_000)
+        assert sorted(p.name for p in results.iterdir()) == []
+        disk.free()
+        write_run(results, "r1", CONFIG, many[:5], {"n": 5})  # the name was released: a rerun writes it
+        assert len(read_samples(results / "r1")) == 5
