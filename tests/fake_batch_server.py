@@ -10,6 +10,10 @@ A batch's request i finishes `delay * (i + 1) / n` seconds after creation; one t
 (same `plan` and `answer`, same reply body), so batch and one-by-one answers are identical.
 `submitted` counts every prompt each time a batch carrying it is created: a test asserts each is 1.
 
+Result files that disagree with what was sent: `tamper(provider, records) -> records` rewrites a batch's result
+lines (parsed; OpenAI's output file, Anthropic's results) when it ends: duplicate a custom_id with another answer,
+add ids nobody sent.
+
 Kill tests: `hang` names stages that stall once ("upload": the file upload; "create": the batch is made
 and its create reply never sent; "download": half of a result file is sent, then nothing), and `events`
 fire when a stage is reached ("upload", "created", "retrieved", "download").
@@ -20,8 +24,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -36,8 +42,15 @@ STAGES = ("upload", "created", "retrieved", "download")
 class FakeBatchServer(OpenAIRoutes, AnthropicRoutes, FakeServer):
     max_body = 256 * 1000 * 1000  # the providers' largest batch (Anthropic: 256 MB)
 
-    def __init__(self, batch_delay: float = 0.0, expire_after: float | None = None, **kw: Any) -> None:
+    def __init__(
+        self,
+        batch_delay: float = 0.0,
+        expire_after: float | None = None,
+        tamper: Callable[[str, list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+        **kw: Any,
+    ) -> None:
         super().__init__(**kw)
+        self.tamper = tamper
         self.batch_delay = batch_delay
         self.expire_after = expire_after
         self.files: dict[str, bytes] = {}
@@ -119,6 +132,14 @@ class FakeBatchServer(OpenAIRoutes, AnthropicRoutes, FakeServer):
             self.finish_openai(batch)
         else:
             self.finish_anthropic(batch)
+        if self.tamper is None:
+            return
+        if batch.provider == "anthropic":
+            batch.output = [json.dumps(r) for r in self.tamper("anthropic", [json.loads(x) for x in batch.output])]
+        elif batch.output_file_id is not None:
+            lines = self.files[batch.output_file_id].decode().splitlines()
+            records = self.tamper("openai", [json.loads(x) for x in lines])
+            self.files[batch.output_file_id] = "".join(json.dumps(r) + "\n" for r in records).encode()
 
     # --- shared helpers ------------------------------------------------------------------------------
 

@@ -5,10 +5,12 @@ go to /v1/completions in a batch too. The real SDKs against tests/fake_batch_ser
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from harness.calling.cache import ResponseCache
 from harness.cli.main import main
 from tests.fake_batch_server import FakeBatchServer
 from tests.fake_server import REFUSAL, default_answer
@@ -64,3 +66,92 @@ def test_batch_and_one_by_one_replies_are_read_alike(backend: str, model: str, c
     refused = [s for s in by_batch.values() if kind(s["prompt"], chat) == "refusal"]
     assert all(s["output"] == "" and s["refusal"] == REFUSAL for s in refused) and bool(refused) == chat
     assert {s["finish_reason"] for s in by_batch.values() if kind(s["prompt"], chat) == "length"} == {"length"}
+
+
+# --- result files that cannot be stored as-is, or that disagree with what was sent ------------------------------
+
+
+def _text_of(provider: str, record: dict) -> dict:
+    """The dict holding a result line's answer text (and its key: "content" or "text")."""
+    if provider == "anthropic":
+        return record["result"]["message"]["content"][0]
+    return record["response"]["body"]["choices"][0]["message"]
+
+
+def _set_text(provider: str, record: dict, text: str) -> dict:
+    record = json.loads(json.dumps(record))
+    block = _text_of(provider, record)
+    block["text" if provider == "anthropic" else "content"] = text
+    return record
+
+
+@pytest.mark.parametrize("backend", ["openai", "anthropic"])
+def test_a_batch_reply_holding_a_lone_surrogate_loses_no_answer(backend: str, tmp_path: Path) -> None:
+    """One result line holds "\\ud800" (escaped in the JSONL, as json.dumps writes it): every answer is cached, the
+    run folder holds the very text, and a rerun neither resubmits nor pays for anything."""
+    odd = "3.0 \ud800 \x00"
+
+    def tamper(provider: str, records: list[dict]) -> list[dict]:
+        return [_set_text(provider, records[0], odd), *records[1:]]
+
+    model = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}[backend]
+    with FakeBatchServer(tamper=tamper) as server:
+        url = server.openai_url if backend == "openai" else server.anthropic_url
+        argv = args(url, model, tmp_path, "--backend", backend, *BATCH)
+        assert main(argv) == 0
+        assert main([a if a != "r" else "again" for a in argv]) == 0  # the same command, another --run-id
+    assert len(server.batches) == 1 and set(server.submitted.values()) == {1}
+    for run in ("r", "again"):
+        outputs = [s["output"] for s in samples(tmp_path / run).values()]
+        assert outputs.count(odd) >= 1 and len(outputs) == 24 and None not in outputs
+    assert len(ResponseCache(tmp_path / "cache.sqlite")) == len(server.submitted)
+
+
+@pytest.mark.parametrize("backend", ["openai", "anthropic"])
+def test_a_duplicate_custom_id_with_another_answer_is_reported_and_the_first_kept_everywhere(
+    backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A result file names one request twice with different answers, and holds an id nobody sent: both reported
+    (stderr, metrics.json), the first answer kept in the cache and in the run folder alike, and an identical rerun
+    (every answer from the cache) gives the same predictions and reports the conflict again."""
+    dup: list[str] = []
+
+    def tamper(provider: str, records: list[dict]) -> list[dict]:
+        dup.append(records[2]["custom_id"])
+        second = _set_text(provider, records[2], "0.5")  # another answer (no default answer is below 1.0)
+        stranger = records[0] | {"custom_id": "not-one-of-ours"}
+        return [*records[:3], stranger, *records[3:], second]
+
+    model = {"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5"}[backend]
+    with FakeBatchServer(tamper=tamper) as server:
+        url = server.openai_url if backend == "openai" else server.anthropic_url
+        argv = args(url, model, tmp_path, "--backend", backend, *BATCH)
+        assert main(argv) == 0
+        first_err = capsys.readouterr().err
+        assert main([a if a != "r" else "again" for a in argv]) == 0  # the same command: all from the cache
+        again_err = capsys.readouterr().err
+    assert len(server.batches) == 1 and set(server.submitted.values()) == {1}
+    assert f"1 requests came back more than once with different outcomes (custom_id {dup[0]})" in first_err
+    assert "the first answer in the result file is kept" in first_err
+    assert "1 result line names requests it never held (not-one-of-ours); ignored" in first_err
+    assert "came back from their batch more than once with different outcomes" in again_err
+    # The cache holds the first answer, and so does each run folder: every output is the server's own answer.
+    db = sqlite3.connect(tmp_path / "cache.sqlite")
+    stored = {t for (t,) in db.execute("SELECT text FROM responses")}
+    prompt = server.prompt_of(backend, _body(server, dup[0]))  # custom_ids are the cache keys
+    assert db.execute("SELECT text FROM responses WHERE key = ?", dup).fetchall() == [(default_answer(prompt),)]
+    runs = [samples(tmp_path / run) for run in ("r", "again")]
+    for run in runs:
+        assert all(s["output"] == default_answer(s["prompt"]) and s["output"] in stored for s in run.values())
+    assert [s["prediction"] for s in runs[0].values()] == [s["prediction"] for s in runs[1].values()]
+    for run in ("r", "again"):
+        batch = json.loads((tmp_path / run / "metrics.json").read_text())["dispatch"]["batch"]
+        hit = [i for i, s in runs[0].items() if s["prompt"] == prompt]
+        assert batch["conflicts"] == len(hit) >= 1 and batch["conflicting_ids"] == hit
+        assert batch["unknown_ids"] == (1 if run == "r" else 0)
+        assert "first answer in the result file is kept" in batch["conflict_rule"]
+
+
+def _body(server: FakeBatchServer, custom_id: str) -> dict:
+    (batch,) = server.batches.values()
+    return dict(batch.items)[custom_id]

@@ -154,7 +154,8 @@ def _report(ctx: Context, batch_id: str, conflicts: dict[str, str], unknown: lis
         )
     if unknown:
         shown = ", ".join(sorted(set(unknown))[:3])
-        ctx.log(f"warning: batch {batch_id}: {len(unknown)} lines name requests it never held ({shown}), ignored")
+        lines = f"{len(unknown)} result lines name" if len(unknown) > 1 else "1 result line names"
+        ctx.log(f"warning: batch {batch_id}: {lines} requests it never held ({shown}); ignored")
 
 
 def _settle(ctx: Context, local_id: str, fresh: dict[str, Completion] | None = None) -> None:
