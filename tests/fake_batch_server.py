@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import json
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
