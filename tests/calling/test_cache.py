@@ -313,3 +313,42 @@ def test_a_full_disk_under_the_cache_stops_the_run_in_one_line_and_the_rerun_buy
     # The rerun sends each prompt whose answer was not stored, and only those.
     prompts = {json.loads(line)["prompt"] for line in (tmp_path / "res" / "b" / "samples.jsonl").open()}
     assert len(set(again)) == len(prompts) - stored and not set(again) & (set(first) - set(again))
+
+
+# --- another program's SQLite file given as the cache --------------------------------------------------------------
+
+
+def _foreign(path: Path, schema: str) -> bytes:
+    db = sqlite3.connect(path)
+    db.execute(schema)
+    db.execute(f"INSERT INTO {schema.split()[2]} VALUES ('alice', 'x')")
+    db.commit()
+    db.close()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "schema", ["CREATE TABLE users (name TEXT, email TEXT)", "CREATE TABLE responses (id TEXT, body TEXT)"]
+)
+def test_another_programs_sqlite_file_is_refused_and_left_unchanged(
+    schema: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.calling.batch.store import BatchStore
+    from harness.cli.main import main
+    from harness.types import HarnessError
+    from tests.fake_server import FakeServer
+
+    path = tmp_path / "app.db"
+    before = _foreign(path, schema)
+    for opener in (ResponseCache, BatchStore):
+        with pytest.raises(HarnessError, match=r"is an SQLite database of another program .* left unchanged"):
+            opener(path)
+    with FakeServer() as server:
+        for extra in ([], ["--batch"]):
+            argv = ["--model", "gpt-4o", "--base-url", server.openai_url, "--dataset", "stsb", "--limit", "5",
+                    "--results-dir", str(tmp_path / "res"), "--cache", str(path), "--no-progress", *extra]  # fmt: skip
+            assert main(argv) == 2
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and err[0].startswith(f"error: {path} is an SQLite database of another program")
+    assert server.calls == [] and path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]  # no -wal, no -shm, no results folder
