@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.calling.cache import BUSY_TIMEOUT_MS
-from harness.calling.cache_file import check_ours, plain
+from harness.calling.cache_file import check_ours, plain, problem
 from harness.types import HarnessError
 
 STAGES = ("planned", "uploaded", "creating", "submitted", "collected")
@@ -89,7 +89,7 @@ class BatchStore:
             for statement in _SCHEMA:
                 self._db.execute(statement)
         except sqlite3.Error as e:
-            raise HarnessError(f"cannot open the batch records in {path}: {e}") from e
+            raise HarnessError(f"cannot open the batch records: {problem(path, e)}") from e
 
     def close(self) -> None:
         self._db.close()
