@@ -30,7 +30,7 @@ def test_run_id_is_readable_sortable_and_a_plain_folder_name() -> None:
     assert make_run_id("csts", "validation", "gpt-4", 4, "long", when) == expected
     assert (
         make_run_id("stsb", "validation", "org/m:v1", 0, "none", when)
-        == "stsb-validation-org_m_v1-k0-none-20261122-134501"
+        == "stsb-validation-org_m_v1-k0-none-b654dd0f-20261122-134501"  # characters replaced: a hash of the name
     )
 
 
