@@ -15,6 +15,7 @@ import pandas as pd
 from harness.reporting.published import Published, load_published, match, not_comparable
 from harness.reporting.rowkeys import label_rows, text
 from harness.reporting.tables import LAYOUT_METRICS
+from harness.results.provenance import endpoints
 from harness.results.read import REASONS, Run, expand, load_run
 from harness.results.stage import staged
 from harness.scoring.metrics import compute_metrics, pearson, spearman
@@ -147,10 +148,15 @@ def id_order(i: str) -> tuple[int, str]:
 
 
 def attach_published(
-    table: pd.DataFrame, published: list[Published], identities: Sequence[dict[str, Any]]
+    table: pd.DataFrame,
+    published: list[Published],
+    identities: Sequence[dict[str, Any]],
+    called: Sequence[Sequence[str]] | None = None,
 ) -> pd.DataFrame:
     """Add the matching published row's numbers, whether the run may be compared with them, and the differences
-    (only where it may: the whole published split, no failed requests, the paper's protocol)."""
+    (only where it may: the whole published split, no failed requests, the paper's protocol, the provider's API;
+    `called`: per run, the other endpoints it sent requests to)."""
+    called = called or [()] * len(table)
     table = table.copy()
     found = [
         match(published, r.model, r.dataset, r.split, r.instr, int(r.shots), r.variant, r.labels)
@@ -159,8 +165,8 @@ def attach_published(
     table["paper_source"] = [p.source if p else None for p in found]
     table["paper_model"] = [p.model if p else None for p in found]
     notes = [
-        not_comparable(p, int(r.n), int(r.errors), ident, bool(r.dry_run)) if p else None
-        for p, r, ident in zip(found, table.itertuples(), identities, strict=True)
+        not_comparable(p, int(r.n), int(r.errors), ident, bool(r.dry_run), urls) if p else None
+        for p, r, ident, urls in zip(found, table.itertuples(), identities, called, strict=True)
     ]
     table["paper_note"] = notes
     for key, _ in LAYOUT_METRICS:
@@ -200,7 +206,8 @@ def build_table(
     table.attrs["notes"] = notes
     table = common_items(runs, table)
     identities = [r.identity() for r in runs]
-    return attach_published(table, load_published() if published is None else published, identities)
+    called = [endpoints(r.config) for r in runs]
+    return attach_published(table, load_published() if published is None else published, identities, called)
 
 
 def write_report(
