@@ -135,15 +135,15 @@ def not_comparable(
     errors: int,
     identity: dict[str, object],
     dry_run: bool = False,
-    endpoints: Sequence[str] = (),
+    more: Sequence[str] = (),
 ) -> str | None:
     """Why a run must not be set against a published number (None when it may): only a run over the whole
-    published split, with no failed request, under the paper's protocol, sent to the provider's own API (not
-    `endpoints`, results/provenance.py: a proxy or a local stand-in may serve another model under that name)
-    is compared."""
+    published split, with no failed request, under the paper's protocol is compared. `more`: reasons the caller
+    found (a run sent to another endpoint than the provider's API, results/provenance.py, may have asked another
+    model under that name; a run folder altered since it was written)."""
     if dry_run:
         return "not comparable (dry run, no answers)"
-    why = [f"called {', '.join(endpoints)}, not the provider's API"] if endpoints else []
+    why = list(more)
     full = SPLIT_SIZES.get((published.dataset, published.split, published.labels))
     if full is None:
         why.append(f"size of {published.split} unknown")

@@ -1,4 +1,5 @@
-"""One folder per run: config.json, samples.jsonl, metrics.json (and test_predictions.json), written atomically."""
+"""One folder per run: config.json, samples.jsonl, metrics.json (and test_predictions.json), and manifest.json
+to verify them by (results/manifest.py), written atomically."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.results.claims import Claim, claim
+from harness.results.manifest import write_manifest
 from harness.results.stage import staged, umask
 from harness.types import Scored
 
@@ -104,6 +106,7 @@ def write_run(
             (staging / "test_predictions.json").write_text(json.dumps(test_predictions) + "\n", encoding="utf-8")
         for name, text in (extra_files or {}).items():  # e.g. answers.jsonl of the qa variants
             (staging / name).write_text(text, encoding="utf-8")
+        write_manifest(staging)  # last: sizes and digests of the files above, for readers to verify
     return claimed.final
 
 
