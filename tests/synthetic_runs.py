@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.results.manifest import write_manifest
 from harness.results.read import load_run
 from harness.scoring.metrics import compute_metrics
 from harness.scoring.parsing import fallback_score, parse_score
@@ -32,12 +33,14 @@ def make_run(
     dry_run: bool = False,
     outputs: dict[int, str] | None = None,
     seed: int = 0,
+    manifest: bool = True,
 ) -> Path:
     """A run folder of n items: replies near the labels (+offset; item i % 3 == 0 says 3), every `invalid_every`-th
     reply without a number, parsed by the paper's rule (fallback drawn as the runner draws it), the last `errors`
     requests failed.
     `new_fields` writes reason, finish_reason, usage and served_model as newer runners do; without it the
-    samples look like those of older runs. `outputs` replaces replies by item (made-up text)."""
+    samples look like those of older runs. `outputs` replaces replies by item (made-up text). `manifest`: written
+    last, as runners do (results/manifest.py); without it the folder is one of a version before manifests."""
     label_range = (1.0, 5.0) if dataset == "csts" else (0.0, 5.0)
     records = []
     for i in range(n):
@@ -100,4 +103,6 @@ def make_run(
     run = load_run(run_dir)
     metrics: dict[str, Any] = {"dry_run": True, "requests": n} if dry_run else compute_metrics(run.samples, label_range)
     (run_dir / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
+    if manifest:
+        write_manifest(run_dir)
     return run_dir

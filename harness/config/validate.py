@@ -22,6 +22,8 @@ from harness.variants.answers import answer_config, check_answer_backend, read_a
 REMOTE = ("openai", "anthropic")
 EMBEDDERS = ("openai", "sentence-transformers", "hf")
 LOCAL_MODEL_BACKENDS = ("vllm", "hf", "sentence-transformers")  # a hub id or a local directory
+# --run-id: a folder name holds 255 bytes; ".ID.staging-PID-XXXXXXXX" beside it needs ~35 more (results/claims.py).
+MAX_RUN_ID_BYTES = 200
 # Options whose implementation lands separately (issue 15): refused in one line until then, never ignored.
 STOP_SENT_BY = frozenset({"openai", "anthropic"})  # backends that send --stop sequences
 
@@ -78,10 +80,17 @@ def check_run_id(run_id: str | None) -> None:
         raise HarnessError(
             f"--run-id {run_id!r} must be a plain folder name (no '/' or '\\', not empty, not starting with '.')"
         )
+    if len(run_id.encode("utf-8", "surrogatepass")) > MAX_RUN_ID_BYTES:
+        raise HarnessError(
+            f"--run-id is {len(run_id.encode('utf-8', 'surrogatepass'))} bytes long: at most {MAX_RUN_ID_BYTES} "
+            "(a folder name holds 255 bytes, and the lock and staging names beside it need the rest)"
+        )
 
 
 def check_names(config: RunConfig) -> None:
     """Choices and their combinations."""
+    if not config.model.strip():
+        raise HarnessError("--model is empty: name the model to evaluate")
     check_run_id(config.run_id)
     if config.variant not in VARIANTS:
         raise HarnessError(f"unknown variant {config.variant!r}; choose from {', '.join(VARIANTS)}")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.reporting.integrity import note
 from harness.reporting.report import groups_of, id_order
+from harness.results.manifest import ALTERED
 from harness.results.read import Run, load_run
 from harness.scoring.stats import compare_paired
 from harness.types import HarnessError, Scored
@@ -52,6 +54,10 @@ def compare_runs(a_dir: Path, b_dir: Path, n_resamples: int = 2000, seed: int = 
     a, b = load_run(a_dir), load_run(b_dir)
     same_items(a, b)
     lines = [f"A: {a.run_dir} ({a.config['model']})", f"B: {b.run_dir} ({b.config['model']})", ""]
+    for name, run in (("A", a), ("B", b)):  # a folder not as written is compared, and says so
+        if (why := note(run)) is not None:
+            lines.append(f"{'warning' if run.integrity.status == ALTERED else 'note'}: {name}: {why}")
+    lines += [""] if len(lines) > 3 else []
     failed = [f"{name} has {n:,} failed requests" for name, n in (("A", _errors(a)), ("B", _errors(b))) if n]
     if failed:
         lines += [f"note: {'; '.join(failed)}: compared on the items both answered", ""]

@@ -44,6 +44,8 @@ def table_notes(group: pd.DataFrame) -> list[str]:
     notes = []
     for r in group.itertuples():
         where = f"{r.ref} ({r.row}, {r.instr}, k={r.shots})"
+        if words(getattr(r, "integrity_note", None), ""):
+            notes.append(f"{where}: {r.integrity_note}")
         for name in ("spearman", "pearson"):
             note = getattr(r, f"{name}_note", None)
             if isinstance(note, str) and note:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,13 +130,20 @@ def match(
 
 
 def not_comparable(
-    published: Published, n: int, errors: int, identity: dict[str, object], dry_run: bool = False
+    published: Published,
+    n: int,
+    errors: int,
+    identity: dict[str, object],
+    dry_run: bool = False,
+    more: Sequence[str] = (),
 ) -> str | None:
     """Why a run must not be set against a published number (None when it may): only a run over the whole
-    published split, with no failed request, under the paper's protocol is compared."""
+    published split, with no failed request, under the paper's protocol is compared. `more`: reasons the caller
+    found (a run sent to another endpoint than the provider's API, results/provenance.py, may have asked another
+    model under that name; a run folder altered since it was written)."""
     if dry_run:
         return "not comparable (dry run, no answers)"
-    why = []
+    why = list(more)
     full = SPLIT_SIZES.get((published.dataset, published.split, published.labels))
     if full is None:
         why.append(f"size of {published.split} unknown")

@@ -12,9 +12,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.reporting.integrity import flag, load_readable, note
 from harness.reporting.published import Published, load_published, match, not_comparable
 from harness.reporting.rowkeys import label_rows, text
 from harness.reporting.tables import LAYOUT_METRICS
+from harness.results.manifest import ALTERED
+from harness.results.provenance import endpoints
 from harness.results.read import REASONS, Run, expand, load_run
 from harness.results.stage import staged
 from harness.scoring.metrics import compute_metrics, pearson, spearman
@@ -92,6 +95,7 @@ def summarize(run: Run, n_bootstrap: int = N_BOOTSTRAP, fallback_seeds: int = FA
             for name in ("spearman", "pearson"):
                 row[f"{name}_fallback_mean"], row[f"{name}_fallback_sd"] = spread[name]
     row["mismatch"] = "" if run.dry_run else _mismatch(m, run.stored_metrics)
+    row["integrity"], row["integrity_note"] = run.integrity.status, note(run)
     row["run"] = run.run_dir.name
     row["run_dir"] = str(run.run_dir)
     return row
@@ -147,10 +151,15 @@ def id_order(i: str) -> tuple[int, str]:
 
 
 def attach_published(
-    table: pd.DataFrame, published: list[Published], identities: Sequence[dict[str, Any]]
+    table: pd.DataFrame,
+    published: list[Published],
+    identities: Sequence[dict[str, Any]],
+    why: Sequence[Sequence[str]] | None = None,
 ) -> pd.DataFrame:
     """Add the matching published row's numbers, whether the run may be compared with them, and the differences
-    (only where it may: the whole published split, no failed requests, the paper's protocol)."""
+    (only where it may: the whole published split, no failed requests, the paper's protocol; `why`: per run, more
+    reasons it may not, such as another endpoint than the provider's API or an altered folder)."""
+    why = why or [()] * len(table)
     table = table.copy()
     found = [
         match(published, r.model, r.dataset, r.split, r.instr, int(r.shots), r.variant, r.labels)
@@ -159,8 +168,8 @@ def attach_published(
     table["paper_source"] = [p.source if p else None for p in found]
     table["paper_model"] = [p.model if p else None for p in found]
     notes = [
-        not_comparable(p, int(r.n), int(r.errors), ident, bool(r.dry_run)) if p else None
-        for p, r, ident in zip(found, table.itertuples(), identities, strict=True)
+        not_comparable(p, int(r.n), int(r.errors), ident, bool(r.dry_run), more) if p else None
+        for p, r, ident, more in zip(found, table.itertuples(), identities, why, strict=True)
     ]
     table["paper_note"] = notes
     for key, _ in LAYOUT_METRICS:
@@ -177,30 +186,35 @@ def _nan(v: object) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
 
-def load_runs(run_dirs: Sequence[Path], loaded: Mapping[Path, Run] | None = None) -> list[Run]:
-    """The runs of these folders; `loaded`: runs already in memory by folder (a sweep's, just written)."""
-    loaded = loaded or {}
-    runs = [loaded[d] if d in loaded else load_run(d) for d in run_dirs]
-    if not runs:
-        raise HarnessError("no run folders to report on")
-    return runs
-
-
 def build_table(
-    run_dirs: Sequence[Path] | Sequence[Run], published: list[Published] | None = None, **kw: Any
+    run_dirs: Sequence[Path] | Sequence[Run],
+    published: list[Published] | None = None,
+    notes: Sequence[str] = (),
+    **kw: Any,
 ) -> pd.DataFrame:
     """One row per run folder with every number a report shows, each with its ref (R1, R2, ...) and the row
-    label that keeps it in a cell of its own."""
+    label that keeps it in a cell of its own (flagged when the folder is not as written: reporting/integrity.py).
+    `notes`: more for the report's list (the copies left out)."""
     runs = [r if isinstance(r, Run) else load_run(r) for r in run_dirs]
     if not runs:
         raise HarnessError("no run folders to report on")
     table = pd.DataFrame([summarize(r, **kw) for r in runs])
     table.insert(0, "ref", [f"R{i + 1}" for i in range(len(table))])
-    table["row"], notes = label_rows(table, runs)
-    table.attrs["notes"] = notes
+    labels, same = label_rows(table, runs)
+    table["row"] = [label + flag(run) for label, run in zip(labels, runs, strict=True)]
+    table.attrs["notes"] = [*same, *notes]
     table = common_items(runs, table)
     identities = [r.identity() for r in runs]
-    return attach_published(table, load_published() if published is None else published, identities)
+    why = [_not_as_published(r) for r in runs]
+    return attach_published(table, load_published() if published is None else published, identities, why)
+
+
+def _not_as_published(run: Run) -> list[str]:
+    """Reasons beyond the protocol that a run's numbers are not the published model's: another endpoint than the
+    provider's API (a proxy or stand-in may answer for that name with another model), an altered folder."""
+    urls = endpoints(run.config)
+    why = [f"called {', '.join(urls)}, not the provider's API"] if urls else []
+    return why + (["run folder altered after it was written"] if run.integrity.status == ALTERED else [])
 
 
 def write_report(
@@ -215,8 +229,8 @@ def write_report(
     from harness.reporting.markdown import render_report
     from harness.reporting.plots import plot_invalid, plot_spearman_vs_k
 
-    runs = load_runs(expand(run_paths), loaded)
-    table = build_table(runs, published)
+    runs, notes = load_readable(expand(run_paths), loaded)  # unreadable folders skipped, copies shown once
+    table = build_table(runs, published, notes)
     with staged(out_dir) as staging:  # an old report folder there is replaced only once the new one is whole
         plots = plot_spearman_vs_k(table, staging / "spearman_vs_k.png")
         plots += plot_invalid(table, staging / "invalid_rate.png")

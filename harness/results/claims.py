@@ -6,12 +6,15 @@ beside it (`.NAME.lock`) held for the whole run. The finished results are staged
 a killed process, so a claim nobody holds is stale: the next run in that results folder removes its empty
 folder, staging folder and lock file, and an explicit --run-id may take it over.
 
-Checked here, before anything is sent: the results folder is a directory (or can be made) and writable.
+Checked here, before anything is sent: the results folder is a directory (or can be made) and writable, and no
+symbolic link sits where the run folder or its lock will be: nothing is ever written through a link, which could
+lead out of the results folder (the lock is opened with O_NOFOLLOW, the folder checked with lstat).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import shutil
@@ -25,6 +28,7 @@ except ImportError:  # not POSIX: claims still use mkdir, but a stale claim cann
     fcntl = None  # type: ignore[assignment]
 
 _LOCK, _STAGING = ".lock", ".staging-"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # a link at the lock's path is refused, never followed
 
 
 class Claim:
@@ -122,9 +126,13 @@ def _lock(path: Path, create: bool) -> int | bool | None:
         return None
     while True:
         try:
-            fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o666)
+            fd = os.open(path, os.O_RDWR | _NOFOLLOW | (os.O_CREAT if create else 0), 0o666)
         except FileNotFoundError:
             return False
+        except OSError as e:
+            if e.errno == errno.ELOOP or path.is_symlink():
+                raise _linked(path) from None
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -143,27 +151,45 @@ def _lock(path: Path, create: bool) -> int | bool | None:
 
 def _take(results_dir: Path, name: str) -> int | bool | None:
     """Try to claim one name: the lock, then the folder (new, or the empty folder of a dead run)."""
+    final = results_dir / name
+    if final.is_symlink():
+        raise _linked(final)
     try:
         fd = _lock(results_dir / f".{name}{_LOCK}", create=True)
     except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:
+            raise HarnessError(f"run id {name[:40]!r}... is too long for a folder name: shorten it") from None
         raise HarnessError(f"cannot write in --results-dir {results_dir}: {e.strerror}") from None
     if fd is False:
         return False
-    final = results_dir / name
     try:
         final.mkdir()
         return fd
     except FileExistsError:
+        if final.is_symlink():  # planted since the check above
+            _close(results_dir, name, fd)
+            raise _linked(final) from None
         stale = fcntl is not None and final.is_dir() and not any(final.iterdir())
         if stale:
             return fd  # a killed run's empty claim: nobody holds its lock
     except OSError as e:
         raise HarnessError(f"cannot create the run folder {final}: {e.strerror}") from None
+    _close(results_dir, name, fd)
+    return False
+
+
+def _close(results_dir: Path, name: str, fd: int | None) -> None:
     if isinstance(fd, int):
         with contextlib.suppress(OSError):
             (results_dir / f".{name}{_LOCK}").unlink()
         os.close(fd)
-    return False
+
+
+def _linked(path: Path) -> HarnessError:
+    return HarnessError(
+        f"{path} is a symbolic link: the harness writes nothing through links in the results folder; "
+        "remove it or choose another --results-dir"
+    )
 
 
 def clean_stale(results_dir: Path) -> list[Path]:
@@ -172,14 +198,14 @@ def clean_stale(results_dir: Path) -> list[Path]:
     if fcntl is None:
         return removed
     try:
-        entries = [e for e in results_dir.iterdir() if e.name.startswith(".")]
+        entries = [e for e in results_dir.iterdir() if e.name.startswith(".") and not e.is_symlink()]
     except OSError:
         return removed
     names = {e.name[1 : -len(_LOCK)] for e in entries if e.name.endswith(_LOCK)}
     names |= {e.name[1:].rsplit(_STAGING, 1)[0] for e in entries if _STAGING in e.name and e.is_dir()}
     for name in sorted(names):
         lock = results_dir / f".{name}{_LOCK}"
-        fd = _lock(lock, create=False) if lock.exists() else None
+        fd = _lock(lock, create=False) if lock.exists() and not lock.is_symlink() else None
         if fd is False:
             continue  # a live run holds it
         for e in entries:

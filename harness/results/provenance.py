@@ -1,11 +1,13 @@
-"""What a run needs to be reproduced: package versions and the code's git commit."""
+"""What a run needs to be reproduced: package versions and the code's git commit; the endpoints it called."""
 
 from __future__ import annotations
 
 import platform
 import subprocess
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 PACKAGES = (
     "csts-harness",
@@ -50,3 +52,18 @@ def git_commit() -> dict[str, str | bool | None]:
         return {"commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
     except (OSError, subprocess.TimeoutExpired):
         return {"commit": None, "dirty": None}
+
+
+# The providers' own APIs: a run that called anything else (--base-url, OPENAI_BASE_URL: a proxy, a local stand-in)
+# did not necessarily ask the model its name says, so a published number for that name is not set beside it.
+PROVIDER_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+
+
+def endpoints(config: Mapping[str, Any]) -> list[str]:
+    """The endpoints other than its provider's own API that a run (its config.json) sent requests to: the base URLs
+    the backend recorded (what the SDK resolved), else those given in the settings; [] for the provider's API."""
+    params = config.get("backend_params") or {}
+    given = ((config.get("settings") or {}).get("api") or {}).get("base_urls") or []
+    urls = params.get("base_urls") if isinstance(params, dict) and params.get("base_urls") else given
+    own = PROVIDER_URLS.get(str(config.get("backend")))
+    return sorted({str(u) for u in urls if str(u).rstrip("/") != own})

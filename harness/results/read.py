@@ -6,13 +6,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.datasets.labels import SUBSET_SPLITS
 from harness.prompting.render import TEMPLATE_INSTR
-from harness.results.write import read_samples
+from harness.results.manifest import ALTERED, AS_WRITTEN, Integrity, check
 from harness.scoring.parsing import REASONS, in_range
 from harness.types import HarnessError, Scored
 
@@ -57,6 +57,9 @@ class Run:
     samples: tuple[Scored, ...]
     stored_metrics: dict[str, Any]
     extras: tuple[dict[str, Any], ...]  # per sample: EXTRA_FIELDS, `reason` derived where the file has none
+    # The folder against its manifest.json (a run just written, held in memory: verified, digest not taken). About
+    # the folder, not the run: runs compare equal whatever it says.
+    integrity: Integrity = field(default=AS_WRITTEN, compare=False)
 
     @property
     def label_range(self) -> tuple[float, float]:
@@ -150,12 +153,15 @@ def load_run(run_dir: Path) -> Run:
     """Read config.json, samples.jsonl and metrics.json of one run folder."""
     try:
         config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
-        records = read_samples(run_dir)
+        data = (run_dir / "samples.jsonl").read_bytes()  # bytes: checked against manifest.json as read
+        # Lines end in "\n" only: json.dumps(ensure_ascii=False) leaves U+2028 and the like inside strings.
+        records = [json.loads(line) for line in data.decode("utf-8").split("\n") if line.strip()]
         metrics_path = run_dir / "metrics.json"
         stored = json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.exists() else {}
-        return _run(run_dir, config, records, stored)
-    except (OSError, ValueError, TypeError, KeyError) as e:
+        run = _run(run_dir, config, records, stored)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
         raise HarnessError(f"{run_dir} is not a readable run folder: {e}") from None
+    return dataclasses.replace(run, integrity=check(run_dir, data, config))
 
 
 def written_run(
@@ -230,10 +236,11 @@ def sweep_run_dirs(sweep_dir: Path) -> list[Path]:
 
 
 def finished_runs(results_dir: Path) -> dict[str, Path]:
-    """config_hash -> the newest run folder under results_dir that finished: metrics written, no failed requests."""
-    found: dict[str, Path] = {}
+    """config_hash -> the newest run folder under results_dir that finished (metrics written, no failed requests)
+    and was not altered since (manifest.json): an altered one is run again, not reused."""
+    found: dict[str, list[Path]] = {}
     if not results_dir.is_dir():
-        return found
+        return {}
     for config_path in sorted(results_dir.glob("*/config.json")):  # run ids end in a timestamp: newest last
         run_dir = config_path.parent
         if run_dir.name.startswith("."):
@@ -245,5 +252,16 @@ def finished_runs(results_dir: Path) -> dict[str, Path]:
             continue  # not a finished run folder
         if metrics.get("dry_run") or metrics.get("errors", 0) or "config_hash" not in config:
             continue  # a dry run answered nothing; failed requests deserve a retry
-        found[config["config_hash"]] = run_dir
-    return found
+        found.setdefault(config["config_hash"], []).append(run_dir)
+    return {h: d for h, dirs in found.items() if (d := _newest_intact(dirs)) is not None}
+
+
+def _newest_intact(run_dirs: list[Path]) -> Path | None:
+    for run_dir in reversed(run_dirs):
+        try:
+            config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+            if check(run_dir, (run_dir / "samples.jsonl").read_bytes(), config).status != ALTERED:
+                return run_dir
+        except (OSError, ValueError):
+            continue  # unreadable: not reusable
+    return None

@@ -1,12 +1,15 @@
-"""One folder per run: config.json, samples.jsonl, metrics.json (and test_predictions.json), written atomically."""
+"""One folder per run: config.json, samples.jsonl, metrics.json (and test_predictions.json), and manifest.json
+to verify them by (results/manifest.py), written atomically."""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
 import tempfile
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,16 +17,28 @@ from typing import Any
 
 from harness.inputs import disk_full, disk_full_error
 from harness.results.claims import Claim, claim
+from harness.results.manifest import write_manifest
 from harness.results.stage import staged, umask
 from harness.types import Scored
 
 __all__ = ["Claim", "claim", "make_run_id", "read_samples", "sample_record", "write_atomic", "write_run"]
 
 
+# Bytes of a run id before its timestamp: a file name holds 255 bytes, and the lock and staging names beside the
+# folder add ~35 to the id (claims.py), a taken name "-N", the timestamp 16.
+MAX_NAME_BYTES = 160
+
+
 def make_run_id(dataset: str, split: str, model: str, shots: int, prompt: str, when: datetime | None = None) -> str:
-    """Readable and sortable: csts-validation-gpt-4-k4-long-20261122-134501."""
+    """Readable and sortable: csts-validation-gpt-4-k4-long-20261122-134501. Letters and digits of any script are
+    kept; other characters become "_", and then a short hash of the original is added, so that two names that
+    differ only there (`a/b`, `a_b`) never share a folder; a long name is cut and ends in that hash too."""
     stamp = (when or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{dataset}-{split}-{model}-k{shots}-{prompt}")
+    raw = f"{dataset}-{split}-{model}-k{shots}-{prompt}"
+    safe = re.sub(r"[^\w.-]+", "_", unicodedata.normalize("NFC", raw))  # \w: Unicode letters, digits and "_"
+    if safe != raw or len(safe.encode()) > MAX_NAME_BYTES:
+        digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        safe = safe.encode()[: MAX_NAME_BYTES - 9].decode("utf-8", "ignore") + "-" + digest
     return f"{safe}-{stamp}"
 
 
@@ -100,6 +115,7 @@ def write_run(
             (staging / "test_predictions.json").write_text(json.dumps(test_predictions) + "\n", encoding="utf-8")
         for name, text in (extra_files or {}).items():  # e.g. answers.jsonl of the qa variants
             (staging / name).write_text(text, encoding="utf-8", errors=_ESCAPE)
+        write_manifest(staging)  # last: sizes and digests of the files above, for readers to verify
     return claimed.final
 
 

@@ -10,6 +10,7 @@ import pytest
 from harness.cli.main import main
 from harness.config.settings import RunConfig
 from harness.reporting.report import write_report
+from harness.results.manifest import write_manifest
 from harness.results.read import load_run
 from harness.runner import run
 from harness.scoring.metrics import compute_metrics
@@ -69,6 +70,7 @@ def test_reason_codes_are_derived_for_old_samples_and_read_from_new_ones(tmp_pat
     lines = (new / "samples.jsonl").read_text().splitlines()
     lines[2] = lines[2].replace('"reason": "number"', '"reason": "echo"')  # as a newer runner marks an echo
     (new / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    write_manifest(new)  # as that runner wrote it
     out = write_report([old, new], tmp_path / "report")
     runs = pd.read_csv(out / "runs.csv").set_index("run")
     # old: items 0, 3, ..., 27 have no number (10), 28 and 29 failed, item 1 says 9 (out of 1-5), the rest parse.
@@ -98,6 +100,7 @@ def test_a_note_from_metrics_json_is_shown(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path / "results", "noted", n=12)
     metrics = json.loads((run_dir / "metrics.json").read_text())
     (run_dir / "metrics.json").write_text(json.dumps(metrics | {"spearman_note": "n=12 (from the runner)"}))
+    write_manifest(run_dir)  # as the runner wrote it
     out = write_report([run_dir], tmp_path / "report")
     assert "Spearman n=12 (from the runner)" in (out / "report.md").read_text()
 
@@ -110,6 +113,7 @@ def test_a_test_split_run_says_its_labels_are_hidden(tmp_path: Path) -> None:
     (run_dir / "samples.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     metrics = compute_metrics(load_run(run_dir).samples, (1.0, 5.0))  # as the runner writes it: no correlation
     (run_dir / "metrics.json").write_text(json.dumps(metrics))
+    write_manifest(run_dir)
     out = write_report([run_dir], tmp_path / "report")
     report = (out / "report.md").read_text()
     assert "R1 (gpt-4, long, k=4): Spearman labels hidden" in report and "differs" not in report

@@ -31,7 +31,7 @@ def test_run_id_is_readable_sortable_and_a_plain_folder_name() -> None:
     assert make_run_id("csts", "validation", "gpt-4", 4, "long", when) == expected
     assert (
         make_run_id("stsb", "validation", "org/m:v1", 0, "none", when)
-        == "stsb-validation-org_m_v1-k0-none-20261122-134501"
+        == "stsb-validation-org_m_v1-k0-none-b654dd0f-20261122-134501"  # characters replaced: a hash of the name
     )
 
 
@@ -40,7 +40,7 @@ def test_a_run_folder_holds_every_file_and_samples_read_back_as_written(tmp_path
     run_dir = write_run(tmp_path, "r1", CONFIG, samples, {"n": 2}, {"0": 3.0}, {"answers.jsonl": "{}\n"})
     assert run_dir == tmp_path / "r1"
     assert sorted(p.name for p in run_dir.iterdir()) == [
-        "answers.jsonl", "config.json", "metrics.json", "samples.jsonl", "test_predictions.json"
+        "answers.jsonl", "config.json", "manifest.json", "metrics.json", "samples.jsonl", "test_predictions.json"
     ]  # fmt: skip
     assert json.loads((run_dir / "config.json").read_text()) == CONFIG
     assert json.loads((run_dir / "metrics.json").read_text()) == {"n": 2}

@@ -223,7 +223,9 @@ class HFBackend(LocalBackend):
         for it, tokens, p in zip(batch, new.tolist(), probs, strict=True):
             kept = _until_eos(tokens[: it.request.max_tokens], lm.eos_ids)
             text = lm.tokenizer.decode(kept, skip_special_tokens=True)
-            completions.append(Completion(it.request.id, text, usage=Usage(len(it.ids), len(kept)), score_probs=p))
+            usage = Usage(len(it.ids), len(kept))
+            finish = _finish_reason(kept, it.request.max_tokens, lm.eos_ids)
+            completions.append(Completion(it.request.id, text, usage=usage, score_probs=p, finish_reason=finish))
         return completions
 
     def _first_position_probs(self, logits: Any, lm: _Loaded) -> list[dict[str, float]]:
@@ -269,6 +271,13 @@ def _until_eos(tokens: list[int], eos_ids: frozenset[int]) -> list[int]:
         if t in eos_ids:
             return tokens[: i + 1]
     return tokens
+
+
+def _finish_reason(kept: list[int], max_tokens: int, eos_ids: frozenset[int]) -> str:
+    """As the API backends report it: "length" when the reply used its whole budget without ending (the parser's
+    `cut-off`), else "stop" (an end-of-sequence token, or a stop of the model's generation_config)."""
+    ended = bool(kept) and kept[-1] in eos_ids
+    return "length" if len(kept) >= max_tokens and not ended else "stop"
 
 
 def _torch_dtype(torch: Any, name: str) -> Any:

@@ -1,0 +1,82 @@
+"""manifest.json: what a reader needs to tell a run folder as written from one altered since.
+
+Written last into the staging folder, so it is renamed into place with the files it describes (results/write.py):
+each file's size and sha256, and samples.jsonl's line count. Every reader checks a folder against it
+(results/read.py load_run): a deleted or edited line, an emptied or cut file, an edited metrics.json all show as
+"altered"; a folder written before manifests existed is "unverified" (checked only for what its config.json and
+metrics.json say: the number of queries). The sha256 of samples.jsonl also tells copies of one run apart from
+runs (reporting/report.py collapses them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MANIFEST = "manifest.json"
+SAMPLES = "samples.jsonl"
+FORMAT = 1
+
+VERIFIED, UNVERIFIED, ALTERED = "verified", "unverified", "altered"
+
+
+@dataclass(frozen=True)
+class Integrity:
+    """How a run folder compares with what was written: VERIFIED, UNVERIFIED (no manifest) or ALTERED, with why."""
+
+    status: str = VERIFIED
+    why: str = ""
+    samples_sha256: str = ""  # of samples.jsonl as read ("" for a run not read from disk)
+
+
+AS_WRITTEN = Integrity()  # a run the runner just wrote, held in memory (results/read.py written_run)
+
+
+def file_record(data: bytes, name: str) -> dict[str, Any]:
+    record: dict[str, Any] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    if name.endswith(".jsonl"):
+        record["lines"] = data.count(b"\n")
+    return record
+
+
+def write_manifest(folder: Path) -> None:
+    """Describe every file now in `folder` (a staging folder, complete but for this file) in manifest.json."""
+    names = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != MANIFEST)
+    files = {name: file_record((folder / name).read_bytes(), name) for name in names}
+    text = json.dumps({"format": FORMAT, "files": files}, indent=2) + "\n"
+    (folder / MANIFEST).write_text(text, encoding="utf-8")
+
+
+def check(run_dir: Path, samples: bytes, config: dict[str, Any]) -> Integrity:
+    """The folder's files against its manifest; `samples`: samples.jsonl's bytes as the reader parsed them."""
+    digest = hashlib.sha256(samples).hexdigest()
+    lines = samples.count(b"\n")
+    path = run_dir / MANIFEST
+    if not path.exists():  # an older version's folder: only its line count can be checked, against config.json
+        expected = config.get("n_queries")
+        if isinstance(expected, int) and expected != lines:
+            return Integrity(ALTERED, f"{SAMPLES} holds {lines:,} lines for {expected:,} queries", digest)
+        return Integrity(UNVERIFIED, "written without a manifest (an older version): not verified", digest)
+    try:
+        files = json.loads(path.read_text(encoding="utf-8"))["files"]
+        written = files[SAMPLES]
+    except (OSError, ValueError, KeyError, TypeError):
+        return Integrity(ALTERED, f"{MANIFEST} is unreadable", digest)
+    if written.get("sha256") != digest:
+        was = written.get("lines")
+        counts = f"{lines:,} lines, {was:,} written" if isinstance(was, int) and was != lines else "same line count"
+        return Integrity(ALTERED, f"{SAMPLES} changed since it was written ({counts})", digest)
+    for name, record in files.items():
+        if name == SAMPLES:
+            continue
+        try:
+            data = (run_dir / name).read_bytes()
+        except OSError:
+            return Integrity(ALTERED, f"{name} is missing or unreadable", digest)
+        if hashlib.sha256(data).hexdigest() != record.get("sha256"):
+            return Integrity(ALTERED, f"{name} changed since it was written", digest)
+    return Integrity(VERIFIED, "", digest)
+

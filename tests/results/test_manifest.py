@@ -1,0 +1,105 @@
+"""Run folders carry manifest.json; a folder altered after it was written reads back as altered, one written before
+manifests as unverified. Real run folders: the offline `overlap` model on bundled STS-B."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import main
+from harness.results.manifest import ALTERED, UNVERIFIED, VERIFIED
+from harness.results.read import finished_runs, load_run
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    results = tmp_path_factory.mktemp("results")
+    args = ["--model", "overlap", "--dataset", "stsb", "--limit", "200", "--results-dir", str(results)]
+    assert main([*args, "--run-id", "r", "--no-progress"]) == 0
+    return results / "r"
+
+
+def copy(written: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(written, tmp_path / "r"))
+
+
+def test_the_manifest_holds_each_files_size_digest_and_the_line_count(written: Path) -> None:
+    manifest = json.loads((written / "manifest.json").read_text())
+    data = (written / "samples.jsonl").read_bytes()
+    assert manifest["files"]["samples.jsonl"] == {
+        "bytes": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),  # hashlib here, sha256sum would print the same
+        "lines": 200,
+    }
+    assert sorted(manifest["files"]) == ["config.json", "metrics.json", "samples.jsonl"]
+    run = load_run(written)
+    assert (run.integrity.status, run.integrity.samples_sha256) == (VERIFIED, hashlib.sha256(data).hexdigest())
+
+
+def _lines(p: Path) -> list[str]:
+    return (p / "samples.jsonl").read_text().splitlines(keepends=True)
+
+
+def _edit_prediction(p: Path) -> None:
+    lines = _lines(p)
+    record = json.loads(lines[5])
+    record["prediction"] = 5.0 if record["prediction"] != 5.0 else 0.0
+    lines[5] = json.dumps(record, ensure_ascii=False) + "\n"
+    (p / "samples.jsonl").write_text("".join(lines))
+
+
+ALTERATIONS: dict[str, tuple[Callable[[Path], None], str]] = {
+    "deleted line": (
+        lambda p: (p / "samples.jsonl").write_text("".join(_lines(p)[:10] + _lines(p)[11:])),
+        "samples.jsonl changed since it was written (199 lines, 200 written)",
+    ),
+    "edited prediction": (_edit_prediction, "samples.jsonl changed since it was written (same line count)"),
+    "empty file": (
+        lambda p: (p / "samples.jsonl").write_text(""),
+        "samples.jsonl changed since it was written (0 lines, 200 written)",
+    ),
+    "cut at a line boundary": (
+        lambda p: (p / "samples.jsonl").write_text("".join(_lines(p)[:120])),
+        "samples.jsonl changed since it was written (120 lines, 200 written)",
+    ),
+    "edited metrics.json": (
+        lambda p: (p / "metrics.json").write_text((p / "metrics.json").read_text().replace("47.9", "57.9")),
+        "metrics.json changed since it was written",
+    ),
+    "deleted metrics.json": (
+        lambda p: (p / "metrics.json").unlink(),
+        "metrics.json is missing or unreadable",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", ALTERATIONS)
+def test_an_altered_folder_reads_back_as_altered_and_is_not_reused(name: str, written: Path, tmp_path: Path) -> None:
+    run_dir = copy(written, tmp_path)
+    alter, why = ALTERATIONS[name]
+    alter(run_dir)
+    run = load_run(run_dir)
+    assert (run.integrity.status, run.integrity.why) == (ALTERED, why)
+    assert finished_runs(tmp_path) == {}  # a sweep runs the setting again rather than reuse it
+
+
+def test_an_intact_folder_is_reused(written: Path, tmp_path: Path) -> None:
+    run_dir = copy(written, tmp_path)
+    config_hash = json.loads((run_dir / "config.json").read_text())["config_hash"]
+    assert finished_runs(tmp_path) == {config_hash: run_dir}
+
+
+def test_a_folder_of_an_older_version_is_unverified_unless_its_line_count_is_wrong(
+    written: Path, tmp_path: Path
+) -> None:
+    run_dir = copy(written, tmp_path)
+    (run_dir / "manifest.json").unlink()
+    assert load_run(run_dir).integrity.status == UNVERIFIED
+    (run_dir / "samples.jsonl").write_text("".join(_lines(run_dir)[:199]))
+    run = load_run(run_dir)
+    assert (run.integrity.status, run.integrity.why) == (ALTERED, "samples.jsonl holds 199 lines for 200 queries")
