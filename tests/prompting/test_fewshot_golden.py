@@ -58,7 +58,9 @@ def draw_all() -> dict[str, dict[str, list[str]]]:
         pickers: dict[str, ShotPicker | ReferencePicker] = {
             f"seeded/{dataset}/0": ShotPicker(dataset, pool, 0),
             f"seeded/{dataset}/7": ShotPicker(dataset, pool, 7),
-            f"reference/{dataset}/{REFERENCE_SEED}": ReferencePicker(dataset, pool, "validation", sizes, REFERENCE_SEED),
+            f"reference/{dataset}/{REFERENCE_SEED}": ReferencePicker(
+                dataset, pool, "validation", sizes, REFERENCE_SEED
+            ),
             f"reference/{dataset}/3": ReferencePicker(dataset, pool, "validation", sizes, 3),
         }
         for name, picker in pickers.items():
@@ -83,7 +85,9 @@ def test_the_golden_draws_are_not_degenerate() -> None:
     assert golden["reference/stsb/42/k4"] != golden["reference/stsb/3/k4"]
     assert all(len(ids) == int(key.rsplit("k", 1)[1]) for key, draws in golden.items() for ids in draws.values())
     own_pair = {"6", "7"}  # pool rows of pair 3 (after pair 0..2's six rows)
-    assert not any(own_pair & set(ids) for key, d in golden.items() if key.startswith("seeded/csts") for ids in [d["2"]])
+    assert not any(
+        own_pair & set(ids) for key, d in golden.items() if key.startswith("seeded/csts") for ids in [d["2"]]
+    )
 
 
 if __name__ == "__main__" and "--write" in sys.argv:

@@ -185,7 +185,8 @@ def _williams_from_the_matrix(r12: float, r13: float, r23: float, n: int) -> flo
 
 
 @pytest.mark.parametrize(
-    ("r12", "r13", "r23", "n"), [(0.5, 0.2, 0.3, 50), (0.7, 0.4, 0.8, 50), (0.612, 0.541, 0.466, 157), (0.1, 0.6, -0.3, 9)]
+    ("r12", "r13", "r23", "n"),
+    [(0.5, 0.2, 0.3, 50), (0.7, 0.4, 0.8, 50), (0.612, 0.541, 0.466, 157), (0.1, 0.6, -0.3, 9)],
 )
 def test_williams_equals_a_second_derivation(r12: float, r13: float, r23: float, n: int) -> None:
     t = _williams_from_the_matrix(r12, r13, r23, n)
