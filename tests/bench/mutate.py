@@ -17,7 +17,7 @@ project cares about:
 - `and` ↔ `or`, `not x` → `x`, `-x` → `x`;
 - the first two positional arguments of a call swapped (not for SYMMETRIC functions: correlations, min, max).
 
-Docstrings, annotations (never evaluated: every module has `from __future__ import annotations`), imports and
+Docstrings, decorators (cache sizes), annotations (never evaluated: every module has `from __future__ import annotations`), imports and
 string constants (mostly messages) are left alone. A mutant whose tests fail, error, or time out is killed; one
 whose tests pass survived, and is printed as file:line and the change. `--max N` samples N mutants per module
 (seeded by `--seed`); the output lists the kill rate per module and overall.
@@ -103,7 +103,7 @@ class Mutant:
 
 
 def _skipped(tree: ast.Module) -> set[int]:
-    """ids of nodes never mutated: docstrings, annotations, imports."""
+    """ids of nodes never mutated: docstrings, annotations, decorators, imports."""
     roots: list[ast.AST] = []
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
@@ -111,6 +111,8 @@ def _skipped(tree: ast.Module) -> set[int]:
             first = body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                 roots.append(first)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            roots += node.decorator_list  # lru_cache(maxsize=256) -> 257: a cache size, never an output
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             args = node.args
             every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]

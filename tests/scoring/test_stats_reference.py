@@ -214,3 +214,13 @@ def test_compare_paired_runs_williams_on_the_rank_correlations() -> None:
     assert (rp.low, rp.high, rp.p_bootstrap) == pytest.approx(
         paired_bootstrap(pred_a, pred_b, gold, None, "pearson", n_resamples=50, seed=0)
     )
+
+
+def test_the_defaults_are_1000_and_2000_resamples_seed_0_and_spearman() -> None:
+    pred_a, gold = _data(40, 1.0, 7)
+    pred_b = np.round(gold + np.random.default_rng(8).normal(0, 1.5, 40))
+    assert bootstrap_ci(pred_a, gold) == bootstrap_ci(pred_a, gold, None, 1000, 0, 0.95)
+    explicit = paired_bootstrap(pred_a, pred_b, gold, None, "spearman", 2000, 0)
+    assert paired_bootstrap(pred_a, pred_b, gold) == explicit
+    assert compare_paired(pred_a, pred_b, gold) == compare_paired(pred_a, pred_b, gold, None, "spearman", 2000, 0)
+    assert (compare_paired(pred_a, pred_b, gold).low, compare_paired(pred_a, pred_b, gold).high) == explicit[:2]
