@@ -118,3 +118,18 @@ def test_real_csts_shots_are_whole_pairs() -> None:
             assert int(b.id) == int(a.id) + 1 or a.label == b.label  # train pairs are adjacent rows
             assert by_id[a.id] is a
         assert pair_key(shots[0]) != pair_key(q) and pair_key(shots[2]) != pair_key(q)
+
+
+def test_reference_sampler_needs_enough_pairs_or_rows_for_k() -> None:
+    """C-STS: (k+1)//2 pairs of the pool; STS-B: k rows other than the query's own row."""
+    from harness.prompting.fewshot import ReferencePicker
+
+    pairs = ReferencePicker("csts", _pool(3), "train", {"train": 6}, seed=42)
+    assert len(pairs.table(6)[0]) == 6 and len(pairs.table(5)[0]) == 5
+    with pytest.raises(HarnessError, match="pool has 3 usable pairs, too few for k=7"):
+        pairs.table(7)
+    rows = [Example(str(i), f"a{i}", f"b{i}", "", 1.0) for i in range(5)]
+    stsb = ReferencePicker("stsb", rows, "train", {"train": 5}, seed=42)
+    assert all(len(shots) == 4 and str(i) not in {s.id for s in shots} for i, shots in enumerate(stsb.table(4)))
+    with pytest.raises(HarnessError, match="pool has 5 rows, too few for k=5"):
+        stsb.table(5)
