@@ -144,3 +144,11 @@ def test_ranks_are_scipys_average_ranks() -> None:
 
     x = np.array([3.0, 1.0, 3.0, 2.0, 5.0, 3.0, 1.0])
     assert _rank(x).tolist() == stats.rankdata(x, method="average").tolist() == [5.0, 1.5, 5.0, 3.0, 7.0, 5.0, 1.5]
+
+
+def test_unanswered_samples_are_neither_counted_nor_scored() -> None:
+    """A dry-run line (no error, no prediction) is not an answer: it counts nowhere."""
+    samples = [_s(0, 4.0, 4.0, 5.0), _s(1, 2.0, 2.0, 1.0), _s(2, 3.0, 3.0, 4.0), _s(3, None, None, 3.0)]
+    m = compute_metrics(samples, (1.0, 5.0))
+    assert (m["n"], m["errors"], m["invalid"], m["n_labelled"]) == (3, 0, 0, 3)
+    assert m["pearson"] == pytest.approx(100 * stats.pearsonr([4.0, 2.0, 3.0], [5.0, 1.0, 4.0]).statistic)
