@@ -18,9 +18,9 @@ project cares about:
 - the first two positional arguments of a call swapped (not for SYMMETRIC functions: correlations, min, max).
 
 Docstrings, decorators (cache sizes), annotations (never evaluated: every module has `from __future__ import
-annotations`), imports and string constants (mostly messages) are left alone. A mutant whose tests fail, error, or time out is killed; one
-whose tests pass survived, and is printed as file:line and the change. `--max N` samples N mutants per module
-(seeded by `--seed`); the output lists the kill rate per module and overall.
+annotations`), imports and string constants (mostly messages) are left alone. A mutant whose tests fail, error,
+or time out is killed; one whose tests pass survived, and is printed as file:line and the change. `--max N`
+samples N mutants per module (seeded by `--seed`); the output lists the kill rate per module and overall.
 """
 
 from __future__ import annotations
