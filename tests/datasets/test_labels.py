@@ -80,10 +80,16 @@ def test_agreement_with_original_labels_matches_tu_et_al() -> None:
 def test_the_seeded_split_draws_pinned_ids() -> None:
     """Golden ids: a change to the hash, the seed's place in it, the rounding or the end taken fails here."""
     ids = [str(i) for i in range(10)]
-    assert reannotated_test_ids(ids, 0) == {"3", "4", "7"}  # round(10 * 0.3) = 3
+    assert reannotated_test_ids(ids) == reannotated_test_ids(ids, 0) == {"3", "4", "7"}  # round(10 * 0.3) = 3
     assert reannotated_test_ids(ids, 5) == {"3", "4", "8"}
     assert reannotated_test_ids([str(i) for i in range(12)], 0) == {"3", "4", "7", "11"}  # round(3.6) = 4
     assert reannotated_test_ids([], 0) == frozenset()
+
+
+def test_the_subset_seed_defaults_to_0() -> None:
+    relabelled, _ = apply_label_set(_validation(), "reannotated")
+    assert take_subset(relabelled, "reannotated-test") == take_subset(relabelled, "reannotated-test", 0)
+    assert take_subset(relabelled, "reannotated-test") != take_subset(relabelled, "reannotated-test", 1)
 
 
 def test_original_labels_and_all_items_are_the_dataset_itself() -> None:
