@@ -205,18 +205,29 @@ def _preload() -> None:
     import scipy.stats  # noqa: F401
 
 
-def run_tests(scratch: Path, tests: list[str], timeout: float) -> str:
-    """'passed', 'failed' or 'timeout' for the test files in the scratch copy, run in a forked child."""
-    pid = os.fork()
+_CHILD = 0  # the forked test run in progress, killed with us
+
+
+def _stop(*_: object) -> None:
+    if _CHILD:
+        os.kill(_CHILD, signal.SIGKILL)
+    sys.exit(143)  # leaves the `with` of the scratch copy, which removes it
+
+
+def run_tests(scratch: Path, tests: list[str], timeout: float, log: Path | None = None) -> str:
+    """'passed', 'failed' or 'timeout' for the test files in the scratch copy, run in a forked child (its output
+    to `log`, else discarded)."""
+    global _CHILD
+    pid = _CHILD = os.fork()
     if pid == 0:  # the child: quiet, in the scratch copy, with nothing of harness imported yet
         code = 3
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         try:
             os.chdir(scratch)
             sys.path.insert(0, str(scratch))
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 1)
-            os.dup2(devnull, 2)
+            out = os.open(log or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(out, 1)
+            os.dup2(out, 2)
             import pytest
 
             code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", "--no-header", *tests]))
@@ -248,7 +259,7 @@ def main() -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     if not args.list:
         _preload()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill still removes the scratch copy
+    signal.signal(signal.SIGTERM, _stop)  # a kill still removes the scratch copy
     total_killed = total = 0
     with tempfile.TemporaryDirectory(prefix="mutate-") as tmp:
         scratch = Path(tmp)
@@ -277,10 +288,11 @@ def main() -> int:
             target = scratch / module
             target.write_text(ast.unparse(ast.parse(source)))  # the baseline goes through unparse too
             start = time.monotonic()
-            baseline = run_tests(scratch, tests, 600)
+            baseline = run_tests(scratch, tests, 600, scratch / "baseline.log")
             took = time.monotonic() - start
             if baseline != "passed":
-                print(f"{module}: its tests do not pass unmutated ({baseline}); skipped", flush=True)
+                tail = (scratch / "baseline.log").read_text(errors="replace").splitlines()[-15:]
+                print(f"{module}: its tests do not pass unmutated ({baseline}); skipped", *tail, sep="\n", flush=True)
                 continue
             timeout = args.timeout or 3 * took + 5
             survivors, killed = [], 0

@@ -50,6 +50,11 @@ def test_stsb_has_no_pair_clusters() -> None:
 def test_a_parsed_answer_is_its_prediction_and_an_invalid_one_gets_the_seeded_draw() -> None:
     prep = _prep()
     out = score(prep, _answers("Score: 4", "no idea", "7", "2.5"), seed=3)
+    assert [(s.id, s.prompt, s.shot_ids, s.output, s.label) for s in out[:2]] == [
+        ("0", "prompt 0", (), "Score: 4", 1.0),
+        ("1", "prompt 1", ("2",), "no idea", 2.0),
+    ]
+    assert [s.pair for s in out] == ["0", "0", "2", "2"]
     assert [(s.parsed, s.valid) for s in out] == [(4.0, True), (None, False), (7.0, True), (2.5, True)]
     assert out[0].prediction == 4.0 and out[2].prediction == 7.0  # out of range is kept, and flagged by its reason
     assert out[1].prediction == fallback_score(3, "1", (1.0, 5.0))
