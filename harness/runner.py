@@ -119,6 +119,7 @@ def config_record(
         **variant_of(config).identity(config, prep),
         **_decoding_identity(config),
         **({"shot_seed": config.shot_seed} if config.shot_seed is not None else {}),
+        **({"shots_hash": shots_hash(prep)} if any(prep.shots) else {}),
         "template": prep.renderer.name,
         "template_hashes": prep.renderer.hashes(),
         "data_hashes": prep.dataset.file_hashes,
@@ -233,6 +234,13 @@ def _decoding_identity(config: RunConfig) -> dict[str, Any]:
     defaults = RunConfig(model="")
     names = ("chat", "stop", "max_tokens", "shot_sampler", "scoring", "parse")
     return {n: getattr(config, n) for n in names if getattr(config, n) != getattr(defaults, n)}
+
+
+def shots_hash(prep: Prepared) -> str:
+    """A digest of the shots drawn for every query (their ids, in order): part of the config_hash, so a change to
+    a draw (a sampler's code, a pool's order) makes a new cell, never a reuse of one drawn the old way."""
+    drawn = [[q.id, [s.id for s in shots]] for q, shots in zip(prep.queries, prep.shots, strict=True)]
+    return hashlib.sha256(json.dumps(drawn, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
 def _label_range(dataset: str) -> tuple[float, float]:

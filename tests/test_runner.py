@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from harness.config.settings import RunConfig
 from harness.runner import prepare
 from harness.scoring.score import score
@@ -114,3 +116,35 @@ def test_score_reuses_the_parse_made_as_each_answer_arrived(csts_dir: Path) -> N
     completions = {"0": Completion("0", "4"), "1": Completion("1", "2")}
     s0, s1 = score(prep, completions, seed=0, parsed_already={"0": 3.0})  # as dispatch.call recorded it
     assert (s0.parsed, s1.parsed) == (3.0, 2.0)  # "0" not parsed again; "1" (not recorded) parsed here
+
+
+def test_the_drawn_shots_are_part_of_the_config_hash(csts_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A change to the draw alone (here: the sampler's generator seeded otherwise) must make a new config_hash,
+    so that a sweep never reuses a cell whose prompts carry other shots. Zero-shot runs keep their old hash."""
+    import random
+
+    from harness.prompting import fewshot
+    from harness.runner import plan, shots_hash
+
+    config = RunConfig(model="overlap", data_dir=csts_dir, limit=4, shots=2)
+    before = plan(config).record
+    assert before["shots_hash"] == shots_hash(prepare(config))
+    monkeypatch.setattr(fewshot, "query_rng", lambda seed, purpose, qid: random.Random(f"{seed}/{qid}/changed"))
+    after = plan(config).record
+    assert after["shots_hash"] != before["shots_hash"]
+    assert after["config_hash"] != before["config_hash"]
+    assert {k: v for k, v in after.items() if k not in ("shots_hash", "config_hash")} == {
+        k: v for k, v in before.items() if k not in ("shots_hash", "config_hash")
+    }
+    assert "shots_hash" not in plan(dataclasses.replace(config, shots=0)).record
+
+
+def test_shots_hash_is_the_ids_of_every_querys_shots(csts_dir: Path) -> None:
+    import hashlib
+    import json
+
+    from harness.runner import shots_hash
+
+    prep = prepare(RunConfig(model="overlap", data_dir=csts_dir, limit=3, shots=2))
+    drawn = [[q.id, [s.id for s in shots]] for q, shots in zip(prep.queries, prep.shots, strict=True)]
+    assert shots_hash(prep) == hashlib.sha256(json.dumps(drawn, separators=(",", ":")).encode()).hexdigest()[:16]

@@ -70,6 +70,20 @@ def _rows(reader: csv.DictReader[str], source: str) -> Iterator[dict[str, str]]:
         raise _csv_error(e, reader, source) from None
 
 
+def _fields(row: dict[str | None, object], header: list[str], where: str, why: str) -> None:
+    """One error for a row whose field count is not the header's. csv.DictReader puts surplus fields under the
+    key None and fills missing ones with None: an unquoted decimal comma (`...,The cond.,3,5`) would otherwise
+    be read as label 3 with the 5 dropped, and a row of 10,000 fields accepted."""
+    extra = row.get(None)
+    if isinstance(extra, list) and extra:
+        got = len(header) + len(extra)
+        hint = f" ({why})" if got <= 2 * len(header) else ""
+        raise HarnessError(f"{where}: {got} fields, the header has {len(header)}{hint}")
+    short = sum(value is None for key, value in row.items() if key is not None)
+    if short:
+        raise HarnessError(f"{where}: {len(header) - short} fields, the header has {len(header)} (too few fields)")
+
+
 def parse_csts_csv(data: bytes, source: str, split: str) -> tuple[Example, ...]:
     """Rows of one C-STS split; a missing condition is empty text, as in the reference code."""
     text = _decode(data, source)
@@ -86,9 +100,8 @@ def parse_csts_csv(data: bytes, source: str, split: str) -> tuple[Example, ...]:
     examples = []
     for i, row in enumerate(_rows(reader, source)):
         where = f"{source} row {i + 2}"
+        _fields(row, header, where, "an unquoted comma in a text, or a decimal comma?")  # type: ignore[arg-type]
         s1, s2 = row["sentence1"], row["sentence2"]
-        if s1 is None or s2 is None or row["label"] is None:
-            raise HarnessError(f"{where}: too few fields")
         if not s1.strip() or not s2.strip():
             raise HarnessError(f"{where}: empty sentence")
         label = _label(row["label"].strip(), where, LABEL_RANGES["csts"], hidden_ok=split == "test")
@@ -111,8 +124,9 @@ def parse_stsb_tsv(data: bytes, source: str) -> tuple[Example, ...]:
     examples = []
     for i, row in enumerate(_rows(reader, source)):
         where = f"{source} row {i + 2}"
-        if row["score"] is None:
-            raise HarnessError(f"{where}: too few fields")
+        _fields(row, header, where, "a tab in a text?")  # type: ignore[arg-type]
+        if not row["sentence1"].strip() or not row["sentence2"].strip():
+            raise HarnessError(f"{where}: empty sentence")
         label = _label(row["score"], where, LABEL_RANGES["stsb"], hidden_ok=False)
         examples.append(Example(str(i), row["sentence1"], row["sentence2"], "", label))
     if not examples:

@@ -45,14 +45,15 @@ class ShotPicker:
         self._unit_keys = [pair_key(u[0]) for u in units]
         # Shots already drawn: a query's shots depend only on (seed, its id, its sentence pair, k), and a sweep's
         # cells share one picker per dataset, so cells with the same k (other models, instructions) reuse them.
-        self._picked: dict[tuple[str, tuple[str, str], int], tuple[Example, ...]] = {}
+        # The seed is in the key too: a picker whose seed is changed must draw afresh, never replay the old draw.
+        self._picked: dict[tuple[int, str, tuple[str, str], int], tuple[Example, ...]] = {}
 
     def pick(self, query: Example, k: int) -> tuple[Example, ...]:
         """k shots; an odd k drops the last pair's second condition, as the reference code does."""
         if k <= 0:
             return ()
         own = pair_key(query)
-        key = (query.id, own, k)
+        key = (self.seed, query.id, own, k)
         if key not in self._picked:
             self._picked[key] = self._draw(query.id, own, k)
         return self._picked[key]

@@ -71,8 +71,8 @@ def _correlations(
 ) -> None:
     """spearman<suffix>, pearson<suffix> and, where they could mislead, their <metric>_note siblings."""
     note = correlation_note(pred, gold, valid)
-    for name, fn in (("spearman", spearman), ("pearson", pearson)):
-        out[f"{name}{suffix}"] = fn(pred, gold)
+    for name, corr in (("spearman", spearman), ("pearson", pearson)):
+        out[f"{name}{suffix}"] = corr(pred, gold)
         if note is not None:
             out[f"{name}{suffix}_note"] = note
 

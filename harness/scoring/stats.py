@@ -166,18 +166,26 @@ def paired_bootstrap(
     return float(lo), float(hi), float(p)
 
 
-def williams_test(r12: float, r13: float, r23: float, n: int) -> float | None:
-    """Two-sided p of Williams' t (Steiger 1980, eq. 3) for r12 vs r13 sharing variable 1; r as fractions."""
-    from scipy.stats import t as student_t
-
+def williams_t(r12: float, r13: float, r23: float, n: int) -> float | None:
+    """Williams' t (Steiger 1980, eq. 3) for r12 vs r13 sharing variable 1, with n - 3 degrees of freedom; r as
+    fractions. None when n < 4 or the correlations are not those of any data (|R| makes the variance <= 0)."""
     if n < 4:
         return None
-    det = 1 - r12**2 - r13**2 - r23**2 + 2 * r12 * r13 * r23
+    det = 1 - r12**2 - r13**2 - r23**2 + 2 * r12 * r13 * r23  # |R|, the 3x3 correlation matrix's determinant
     rbar = (r12 + r13) / 2
     denom = 2 * (n - 1) / (n - 3) * det + rbar**2 * (1 - r23) ** 3
     if denom <= 0:
         return None
-    t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23) / denom)
+    return (r12 - r13) * math.sqrt((n - 1) * (1 + r23) / denom)
+
+
+def williams_test(r12: float, r13: float, r23: float, n: int) -> float | None:
+    """Two-sided p of Williams' t (Steiger 1980, eq. 3) for r12 vs r13 sharing variable 1; r as fractions."""
+    from scipy.stats import t as student_t
+
+    t = williams_t(r12, r13, r23, n)
+    if t is None:
+        return None
     return float(2 * student_t.sf(abs(t), n - 3))
 
 

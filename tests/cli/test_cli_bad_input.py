@@ -71,6 +71,21 @@ BAD_INPUT: list[Case] = [
     ("CSV cell over 131,072 characters", _split_file(LONG_CELL), "field larger than field limit (131072)"),
     ("C-STS label 17", _split_file(b"sentence1,sentence2,condition,label\na,b,c,17\n"), "label 17 is outside"),
     ("validation label -1", _split_file(b"sentence1,sentence2,condition,label\na,b,c,-1\n"), "hidden only in the test"),
+    (
+        "an unquoted decimal comma (issue 20.4)",
+        _split_file(b"sentence1,sentence2,condition,label\na,b,The cond.,3,5\n"),
+        "csts_validation.csv row 2: 5 fields, the header has 4",
+    ),
+    (
+        "a row of 10,000 fields",
+        _split_file(b"sentence1,sentence2,condition,label\n" + b",".join([b"x"] * 10_000) + b"\n"),
+        "csts_validation.csv row 2: 10000 fields, the header has 4",
+    ),
+    (
+        "a whitespace-only sentence",
+        _split_file(b"sentence1,sentence2,condition,label\na,b,c,3\n \t ,b,c,3\n"),
+        "csts_validation.csv row 3: empty sentence",
+    ),
     ("a FIFO where a CSV should be", _split_file(None, "fifo"), "csts_validation.csv is a FIFO"),
     ("a directory where a CSV should be", _split_file(None, "dir"), "csts_validation.csv is a directory"),
     ("a file as --data-dir", _args("--model", "overlap", "--data-dir", "DATA/csts_train.csv"), "is not a directory"),

@@ -181,3 +181,104 @@ def test_a_load_cache_keeps_what_it_read_and_nothing_that_failed(
         with pytest.raises(HarnessError, match="wrong password"):
             load_dataset("csts", "validation", archive=archive, password_file=wrong, cache=cache)
     assert len(decrypted) == 4
+
+
+# --- rows whose field count is not the header's (issue 20, class 4) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (b"a,b,The cond.,3,5", "x.csv row 3: 5 fields, the header has 4 \\(an unquoted comma in a text, or a decimal"),
+        (b"a,b,c,3," + b",".join([b"9"] * 9_996), "x.csv row 3: 10000 fields, the header has 4$"),
+        (b"a,b,3", "x.csv row 3: 3 fields, the header has 4 \\(too few fields\\)"),
+        (b"a", "x.csv row 3: 1 fields, the header has 4 \\(too few fields\\)"),
+    ],
+)
+def test_a_row_with_the_wrong_field_count_is_one_error_naming_it(row: bytes, message: str) -> None:
+    data = b"sentence1,sentence2,condition,label\nok,fine,c,2\n" + row + b"\n"
+    with pytest.raises(HarnessError, match=message):
+        parse_csts_csv(data, "x.csv", "validation")
+
+
+def test_a_quoted_comma_is_text_and_an_empty_condition_is_kept() -> None:
+    data = b'sentence1,sentence2,condition,label\n"a, b",c,"The cond., twice",3.5\nx,y,,2\n'
+    first, second = parse_csts_csv(data, "x.csv", "validation")
+    assert (first.sentence1, first.condition, first.label) == ("a, b", "The cond., twice", 3.5)
+    assert (second.condition, second.label) == ("", 2.0)
+
+
+@pytest.mark.parametrize("blank", [" ", "\t", "\u00a0\u3000", "  \u2003"])
+def test_whitespace_only_sentences_are_refused(blank: str) -> None:
+    for row in (f"{blank},b,c,3", f"a,{blank},c,3"):
+        data = f"sentence1,sentence2,condition,label\n{row}\n".encode()
+        with pytest.raises(HarnessError, match="x.csv row 2: empty sentence"):
+            parse_csts_csv(data, "x.csv", "validation")
+    stsb = f"sentence1\tsentence2\tscore\na\t{blank.replace(chr(9), ' ')}\t3\n".encode()
+    with pytest.raises(HarnessError, match="dev.tsv row 2: empty sentence"):
+        parse_stsb_tsv(stsb, "dev.tsv")
+
+
+def test_stsb_rows_with_the_wrong_field_count_are_refused() -> None:
+    with pytest.raises(HarnessError, match="dev.tsv row 3: 4 fields, the header has 3 \\(a tab in a text\\?\\)"):
+        parse_stsb_tsv(b"sentence1\tsentence2\tscore\na\tb\t3\na\tb\t3\t5\n", "dev.tsv")
+    with pytest.raises(HarnessError, match="dev.tsv row 2: 2 fields, the header has 3"):
+        parse_stsb_tsv(b"sentence1\tsentence2\tscore\na\tb\n", "dev.tsv")
+
+
+def test_a_byte_order_mark_is_stripped() -> None:
+    plain = b"sentence1,sentence2,condition,label\na,b,c,3\n"
+    assert parse_csts_csv(b"\xef\xbb\xbf" + plain, "x.csv", "validation") == parse_csts_csv(
+        plain, "x.csv", "validation"
+    )
+    tsv = b"sentence1\tsentence2\tscore\na\tb\t3\n"
+    assert parse_stsb_tsv(b"\xef\xbb\xbf" + tsv, "t.tsv") == parse_stsb_tsv(tsv, "t.tsv")
+    with pytest.raises(HarnessError, match="x.csv is not UTF-8 text"):
+        parse_csts_csv(b"\xff\xfe" + plain, "x.csv", "validation")
+
+
+def test_the_split_is_in_every_load_cache_key(csts_dir: Path) -> None:
+    cache = LoadCache()
+    val = load_dataset("csts", "validation", data_dir=csts_dir, cache=cache)
+    test = load_dataset("csts", "test", data_dir=csts_dir, cache=cache)
+    train = load_dataset("csts", "train", data_dir=csts_dir, cache=cache)
+    assert (val.split, test.split, train.split) == ("validation", "test", "train")
+    assert val.examples != test.examples != train.examples and train.examples == val.pool
+    assert (len(val.examples), len(test.examples), len(train.examples)) == (24, 20, 80)
+    assert all(e.label is None for e in test.examples) and None not in {e.label for e in val.examples}
+    assert load_dataset("csts", "validation", data_dir=csts_dir, cache=cache) is val
+    stsb = load_dataset("stsb", "validation", cache=cache), load_dataset("stsb", "train", cache=cache)
+    assert [len(d.examples) for d in stsb] == [1500, 5749]
+
+
+# --- precedence: a flag beats its environment variable, which beats the default ----------------------------------
+
+
+def test_data_dir_flag_beats_csts_data_dir(csts_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conftest import write_synthetic_csts
+
+    other = write_synthetic_csts(tmp_path / "other", n_val=5)
+    monkeypatch.setenv("CSTS_DATA_DIR", str(other))
+    assert len(load_dataset("csts", "validation", data_dir=csts_dir).examples) == 24
+    assert len(load_dataset("csts", "validation").examples) == 10  # the variable, when no flag is given
+
+
+def test_archive_beats_csts_data_dir(
+    csts_archive: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive, pw = csts_archive
+    monkeypatch.setenv("CSTS_DATA_DIR", str(tmp_path / "nowhere"))
+    assert len(load_dataset("csts", "validation", archive=archive, password_file=pw).examples) == 24
+
+
+def test_password_file_beats_csts_password(csts_archive: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    archive, pw = csts_archive
+    monkeypatch.setenv("CSTS_PASSWORD", "not it")
+    assert len(load_dataset("csts", "validation", archive=archive, password_file=pw).examples) == 24
+    with pytest.raises(HarnessError, match="wrong password"):
+        load_dataset("csts", "validation", archive=archive)  # the variable, when no flag is given
+    monkeypatch.setenv("CSTS_PASSWORD", "synthetic-secret")
+    assert len(load_dataset("csts", "validation", archive=archive).examples) == 24
+    monkeypatch.delenv("CSTS_PASSWORD")
+    with pytest.raises(HarnessError, match="--archive needs --password-file"):
+        load_dataset("csts", "validation", archive=archive)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +75,58 @@ def test_agreement_with_original_labels_matches_tu_et_al() -> None:
     result = csts_label_agreement(ds.examples)
     assert result["n"] == 2620
     assert result["spearman"] == pytest.approx(49.22, abs=0.1)  # §4.1 reports 49.22
+
+
+def test_the_seeded_split_draws_pinned_ids() -> None:
+    """Golden ids: a change to the hash, the seed's place in it, the rounding or the end taken fails here."""
+    ids = [str(i) for i in range(10)]
+    assert reannotated_test_ids(ids) == reannotated_test_ids(ids, 0) == {"3", "4", "7"}  # round(10 * 0.3) = 3
+    assert reannotated_test_ids(ids, 5) == {"3", "4", "8"}
+    assert reannotated_test_ids([str(i) for i in range(12)], 0) == {"3", "4", "7", "11"}  # round(3.6) = 4
+    assert reannotated_test_ids([], 0) == frozenset()
+
+
+def test_the_subset_seed_defaults_to_0() -> None:
+    relabelled, _ = apply_label_set(_validation(), "reannotated")
+    assert take_subset(relabelled, "reannotated-test") == take_subset(relabelled, "reannotated-test", 0)
+    assert take_subset(relabelled, "reannotated-test") != take_subset(relabelled, "reannotated-test", 1)
+
+
+def test_original_labels_and_all_items_are_the_dataset_itself() -> None:
+    ds = _validation(10)
+    assert apply_label_set(ds, "original") == (ds, {})
+    assert take_subset(ds, "all") is ds
+
+
+def test_subset_refusals() -> None:
+    with pytest.raises(HarnessError, match="unknown subset 'half'; choose from all, reannotated-train"):
+        take_subset(_validation(), "half")
+    with pytest.raises(HarnessError, match="--subset reannotated-test exists only for the C-STS validation"):
+        take_subset(dataclasses.replace(_validation(), name="stsb"), "reannotated-test")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("uid\tlabel\n0\t3\n", "expected the header 'uid<TAB>reannotated-label'"),
+        ("", "expected the header"),
+        ("uid\treannotated-label\n0\t3\t4\n", "line 2: expected 2 fields, got 3"),
+        ("uid\treannotated-label\n0\t3\n1\tthree\n", "line 3: label 'three' is not a number"),
+        ("uid\treannotated-label\n0\t5.5\n", "line 2: label 5.5 is outside the 1-5 scale"),
+        ("uid\treannotated-label\n0\t0.99\n", "line 2: label 0.99 is outside the 1-5 scale"),
+        ("uid\treannotated-label\n0\t-2\n", "line 2: label -2 is outside the 1-5 scale"),
+    ],
+)
+def test_a_malformed_label_file_is_one_error_naming_the_line(tmp_path: Path, body: str, message: str) -> None:
+    path = tmp_path / "labels.tsv"
+    path.write_text(body)
+    with pytest.raises(HarnessError, match=message):
+        load_reannotated(path)
+
+
+def test_label_file_ends_of_the_scale_and_invalid_marks(tmp_path: Path) -> None:
+    path = tmp_path / "labels.tsv"
+    path.write_text("uid\treannotated-label\n0\t1\n1\t5\n2\t-1\n3\t2.5\n")
+    assert load_reannotated(path) == {"0": 1.0, "1": 5.0, "2": None, "3": 2.5}
+    with pytest.raises(HarnessError, match="cannot read re-annotated labels"):
+        load_reannotated(tmp_path / "absent.tsv")

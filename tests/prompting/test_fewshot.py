@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from harness.config.settings import RunConfig
 from harness.datasets.load import load_dataset, pair_key
-from harness.prompting.fewshot import ShotPicker
-from harness.types import Example, HarnessError
+from harness.prompting.fewshot import ShotPicker, make_picker
+from harness.types import Dataset, Example, HarnessError
 from tests.conftest import SHARED_ARCHIVE, SHARED_PASSWORD, requires_shared
 
 
@@ -45,11 +46,40 @@ def test_only_pairs_with_exactly_two_conditions_qualify() -> None:
 
 def test_query_never_gets_its_own_sentence_pair() -> None:
     pool = _pool(3)
-    picker = ShotPicker("csts", pool, seed=0)
+    query = Example("q", "s2 1", "s1 1", "other", 2.0)  # pair 1, sentences swapped
+    draws = set()
     for seed in range(30):
-        picker.seed = seed
-        query = Example("q", "s2 1", "s1 1", "other", 2.0)  # pair 1, sentences swapped
-        assert all(pair_key(s) != pair_key(query) for s in picker.pick(query, 4))
+        shots = ShotPicker("csts", pool, seed=seed).pick(query, 4)  # a fresh picker: a fresh draw per seed
+        assert all(pair_key(s) != pair_key(query) for s in shots)
+        draws.add(tuple(s.id for s in shots))
+    assert draws == {("1", "0", "5", "4"), ("5", "4", "1", "0")}  # both orders of the two other pairs
+
+
+def test_a_changed_seed_draws_afresh() -> None:
+    """The memo of drawn shots is keyed by the seed too: a picker whose seed changes never replays the old draw."""
+    pool, query = _pool(40), Example("q", "a", "b", "c", 3.0)
+    picker = ShotPicker("csts", pool, seed=0)
+    first = picker.pick(query, 4)
+    picker.seed = 7
+    assert picker.pick(query, 4) == ShotPicker("csts", pool, seed=7).pick(query, 4) != first
+    picker.seed = 0
+    assert picker.pick(query, 4) == first
+
+
+@pytest.mark.parametrize(
+    ("sampler", "seed", "shot_seed", "expected"),
+    [("seeded", 3, None, 3), ("seeded", 3, 11, 11), ("reference", 3, None, 42), ("reference", 3, 11, 11)],
+)
+def test_shot_seed_beats_seed_which_beats_the_samplers_default(
+    sampler: str, seed: int, shot_seed: int | None, expected: int
+) -> None:
+    pool = _pool(10)
+    ds = Dataset("csts", "train", tuple(pool), tuple(pool), (1.0, 5.0), {})
+    config = RunConfig(model="m", split="train", seed=seed, shot_seed=shot_seed, shot_sampler=sampler)
+    picker = make_picker(config, ds)
+    assert picker.seed == expected
+    if sampler == "seeded":
+        assert picker.pick(pool[0], 4) == ShotPicker("csts", pool, expected).pick(pool[0], 4)
 
 
 def test_same_seed_and_query_give_same_shots_in_any_order() -> None:
@@ -88,3 +118,18 @@ def test_real_csts_shots_are_whole_pairs() -> None:
             assert int(b.id) == int(a.id) + 1 or a.label == b.label  # train pairs are adjacent rows
             assert by_id[a.id] is a
         assert pair_key(shots[0]) != pair_key(q) and pair_key(shots[2]) != pair_key(q)
+
+
+def test_reference_sampler_needs_enough_pairs_or_rows_for_k() -> None:
+    """C-STS: (k+1)//2 pairs of the pool; STS-B: k rows other than the query's own row."""
+    from harness.prompting.fewshot import ReferencePicker
+
+    pairs = ReferencePicker("csts", _pool(3), "train", {"train": 6}, seed=42)
+    assert len(pairs.table(6)[0]) == 6 and len(pairs.table(5)[0]) == 5
+    with pytest.raises(HarnessError, match="pool has 3 usable pairs, too few for k=7"):
+        pairs.table(7)
+    rows = [Example(str(i), f"a{i}", f"b{i}", "", 1.0) for i in range(5)]
+    stsb = ReferencePicker("stsb", rows, "train", {"train": 5}, seed=42)
+    assert all(len(shots) == 4 and str(i) not in {s.id for s in shots} for i, shots in enumerate(stsb.table(4)))
+    with pytest.raises(HarnessError, match="pool has 5 rows, too few for k=5"):
+        stsb.table(5)

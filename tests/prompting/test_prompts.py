@@ -149,3 +149,34 @@ def test_templates_render_as_under_jinja2s_own_environment(tmp_path: Path) -> No
         extra = {"sentence": " s ", "question": "What?"}  # qa-answer.j2's own variables
         expected = plain.get_template(ours.name).render(query=query, shots=[shot, shot], **extra)
         assert ours.render(query, [shot, shot], **extra) == expected, name  # type: ignore[arg-type]
+
+
+def test_text_is_never_html_escaped() -> None:
+    q = Example("0", '<b>"Tom & Jerry\'s"</b>', "a < b > c", "x & y", 3.0)
+    text = PromptRenderer("csts/none.j2").render(q, [])
+    assert '<b>"Tom & Jerry\'s"</b>' in text and "a < b > c" in text and "x & y" in text
+
+
+def test_a_template_edited_after_loading_does_not_change_the_runs_prompts(tmp_path: Path) -> None:
+    """Every prompt comes from the sources hashed into config.json: no reload when the file changes later."""
+    import os
+
+    path = tmp_path / "mine.j2"
+    path.write_text("first {{ query.sentence1 }}")
+    renderer = PromptRenderer(str(path))
+    q = Example("0", "s1", "s2", "c", 3.0)
+    assert renderer.render(q, []) == "first s1"
+    hashes = renderer.hashes()
+    path.write_text("second {{ query.sentence1 }}")
+    later = path.stat().st_mtime + 60
+    os.utime(path, (later, later))
+    assert renderer.render(q, []) == "first s1" and renderer.hashes() == hashes
+
+
+def test_the_datasets_folder_is_searched_for_includes(tmp_path: Path) -> None:
+    path = tmp_path / "wrapper.j2"
+    path.write_text('{% include "none.j2" %}')  # csts/none.j2, found through dataset="csts"
+    q = Example("0", "A cat sits.", "A dog runs.", "The animal.", 3.0)
+    assert PromptRenderer(str(path), dataset="csts").render(q, []) == PromptRenderer("csts/none.j2").render(q, [])
+    with pytest.raises(HarnessError, match="included template 'none.j2' not found"):
+        PromptRenderer(str(path))

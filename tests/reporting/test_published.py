@@ -64,3 +64,59 @@ def test_a_malformed_published_file_is_one_error(tmp_path: Path) -> None:
     bad.write_text("source,dataset\nx,csts\n")
     with pytest.raises(HarnessError, match="malformed published results"):
         load_published(bad)
+
+
+def test_split_sizes_are_the_data_we_ship_and_the_papers_test_split() -> None:
+    """Each size derived from the data itself (C-STS test: Deshpande et al. 2023 Table 1, 4,732 rows)."""
+    from harness.datasets.labels import SUBSET_SPLITS, load_reannotated, reannotated_test_ids
+    from harness.datasets.load import load_dataset
+
+    labels = load_reannotated()
+    valid = [uid for uid, label in labels.items() if label is not None]
+    test_part = reannotated_test_ids(valid)
+    assert SPLIT_SIZES[("csts", "validation", "original")] == len(labels) == 2834
+    assert SPLIT_SIZES[("csts", "validation", "reannotated")] == len(valid) == 2620
+    assert SPLIT_SIZES[("csts", "test", "original")] == 4732
+    assert SPLIT_SIZES[("stsb", "validation", "original")] == len(load_dataset("stsb", "validation").examples)
+    for labelled in ("original", "reannotated"):
+        assert SPLIT_SIZES[("csts", SUBSET_SPLITS["reannotated-test"], labelled)] == len(test_part) == 786
+        assert SPLIT_SIZES[("csts", SUBSET_SPLITS["reannotated-train"], labelled)] == len(valid) - len(test_part)
+
+
+def test_a_stop_sequence_or_another_parse_is_named() -> None:
+    row = _gpt4()
+    assert not_comparable(row, 2834, 0, PAPER | {"stop": ["###"]}) == "not comparable (stop=['###'] (paper: None))"  # type: ignore[arg-type]
+    assert not_comparable(row, 2834, 0, PAPER | {"parse": "strict"}) == (  # type: ignore[arg-type]
+        "not comparable (parse=strict (paper: first-number))"
+    )
+    assert not_comparable(row, 2834, 0, {}) is None  # type: ignore[arg-type]  # settings not recorded: the paper's
+    assert not_comparable(row, 2834, 2, PAPER) == "not comparable (2 failed requests)"  # type: ignore[arg-type]
+
+
+def test_a_published_row_of_unknown_size_is_never_comparable() -> None:
+    from dataclasses import replace
+
+    row = replace(_gpt4(), split="somewhere")  # type: ignore[type-var]
+    assert not_comparable(row, 2834, 0, PAPER) == "not comparable (size of somewhere unknown)"
+
+
+def test_published_file_defaults_and_blank_numbers(tmp_path: Path) -> None:
+    head = "source,dataset,split,model,instr,shots,invalid_pct,pearson,spearman"
+    path = tmp_path / "p.csv"
+    path.write_text(f"{head}\nT,csts,validation,GPT-4,long,4,,40.5, \n")
+    (row,) = load_published(path)
+    assert (row.shots, row.invalid_pct, row.pearson, row.spearman) == (4, None, 40.5, None)
+    assert (row.variant, row.labels) == ("sentences", "original")
+    path.write_text(f"{head},variant,labels\nT,csts,validation,GPT-4,long,4,1,2,3,qa,reannotated\n")
+    (row,) = load_published(path)
+    assert (row.variant, row.labels, row.invalid_pct) == ("qa", "reannotated", 1.0)
+    with pytest.raises(HarnessError, match="cannot read published results"):
+        load_published(tmp_path / "absent.csv")
+
+
+def test_published_names_cover_both_names_of_one_model() -> None:
+    from harness.reporting.published import published_names
+
+    assert published_names("GPT-3.5-Turbo") == {"GPT-3.5", "ChatGPT-3.5"}
+    assert published_names("gpt-4-0314") == {"GPT-4"}
+    assert published_names("gpt-4o") == set()

@@ -103,3 +103,88 @@ def test_written_run_is_what_load_run_reads_back(settings: dict, tmp_path: Path,
     assert written_run(result.run_dir, result.config, result.records, result.metrics) == read
     assert written_run(result.run_dir, result.config, result.records, result.metrics, result.samples) == read
     assert len(read.samples) == 8
+
+
+def test_a_setting_is_read_from_the_top_then_settings_then_the_old_default() -> None:
+    from harness.results.read import OLD_DEFAULTS
+
+    assert setting({"seed": 1, "settings": {"seed": 2}}, "seed") == 1
+    assert setting({"seed": None, "settings": {"seed": 2}}, "seed") == 2
+    assert setting({"settings": {"seed": None}}, "seed") == OLD_DEFAULTS.get("seed")
+    assert setting({"parse": "strict", "settings": {"parse": "first-number"}}, "parse") == "strict"
+    assert setting({"stop": ["###"]}, "stop") == ["###"] and setting({"stop": []}, "stop") is None
+    assert setting({"template": "templates/csts/long.j2"}, "template") == "long"
+    assert setting({}, "template") == "none" and setting({}, "shot_sampler") == "seeded"
+    assert setting({"backend_params": {"sent": {"max_tokens": 7}}}, "max_tokens") == 7
+    sent = {"max_completion_tokens": 99, "max_tokens": 7}
+    assert setting({"backend_params": {"sent": sent}}, "max_tokens") == 99
+    assert setting({"max_tokens": 5, "backend_params": {"sent": sent}}, "max_tokens") == 5
+
+
+@pytest.mark.parametrize(
+    ("config", "chat"),
+    [
+        ({"backend": "vllm", "backend_params": {"chat_template": True}}, True),
+        ({"backend": "vllm", "backend_params": {"chat_template": None}}, False),
+        ({"backend": "openai", "backend_params": {"chat": False}}, False),
+        ({"backend": "openai", "backend_params": {"chat": "yes"}}, True),  # not a bool: the old API default
+        ({"backend": "anthropic"}, True),
+        ({"backend": "hf", "settings": {"local": {"chat": True}}}, True),
+        ({"backend": "hf", "settings": {"local": {"chat": False}}}, False),
+        ({"backend": "hf"}, None),
+        ({}, None),
+        ({"chat": False, "backend": "openai"}, False),
+    ],
+)
+def test_chat_is_what_the_run_recorded_else_what_its_backend_did(config: dict, chat: bool | None) -> None:
+    assert setting(config, "chat") is chat
+
+
+def test_reason_codes_derived_for_old_samples() -> None:
+    assert reason_of({"error": "x", "prediction": 3.0, "valid": True}, (1, 5)) == "error"
+    assert reason_of({"prediction": 3.0, "valid": False}, (1, 5)) == "no-number"
+    assert reason_of({"prediction": 3.0, "valid": True, "parsed": 5.0}, (1, 5)) == "number"
+    assert reason_of({"prediction": 3.0, "valid": True, "parsed": 5.5}, (1, 5)) == "out-of-range"
+    assert reason_of({"prediction": 3.0, "valid": True, "parsed": 0.0}, (0, 5)) == "number"
+    assert reason_of({"prediction": 3.0, "valid": True}, (1, 5)) == "number"
+    assert reason_of({"reason": "", "prediction": 2.0, "valid": True}, (1, 5)) == "number"
+
+
+def test_a_run_folders_coordinates_without_newer_keys(tmp_path: Path) -> None:
+    run = load_run(run_folder(tmp_path, "plain", {k: v for k, v in CONFIG.items() if k != "template"}))
+    assert (run.split, run.variant, run.labels, run.template, run.instr) == (
+        "validation",
+        "sentences",
+        "original",
+        "none",
+        "none",
+    )
+    assert run.identity()["template"] == "none" and run.identity()["max_tokens"] == 20
+    assert load_run(run_folder(tmp_path, "sb", CONFIG | {"variant": "qa-embed"})).variant == "qa-embed"
+
+
+def test_dry_run_folders_are_known_by_their_metrics_or_their_unanswered_samples(tmp_path: Path) -> None:
+    from harness.results.read import Run
+
+    unanswered = (scored(0, output=None, parsed=None, valid=False, prediction=None),)
+    failed = (scored(1, output=None, parsed=None, valid=False, prediction=None, error="HTTP 500"),)
+    assert Run(tmp_path, CONFIG, unanswered, {}, ()).dry_run
+    assert not Run(tmp_path, CONFIG, unanswered + failed, {}, ()).dry_run
+    assert not Run(tmp_path, CONFIG, (*unanswered, scored(2)), {}, ()).dry_run
+    assert not Run(tmp_path, CONFIG, (), {}, ()).dry_run
+    assert Run(tmp_path, CONFIG, (scored(2),), {"dry_run": True}, ()).dry_run
+
+
+def test_finished_runs_skip_staging_folders_and_configs_without_a_hash(tmp_path: Path) -> None:
+    run_folder(tmp_path, "no-hash", {k: v for k, v in CONFIG.items() if k != "config_hash"})
+    staged = run_folder(tmp_path, "x")
+    staged.rename(tmp_path / ".x.staging")
+    assert finished_runs(tmp_path) == {}
+    kept = run_folder(tmp_path, "y", metrics={"n": 2, "errors": 0})
+    assert finished_runs(tmp_path) == {"h1": kept}
+
+
+def test_expand_lists_a_folder_reached_twice_once(tmp_path: Path) -> None:
+    a = run_folder(tmp_path / "results", "a")
+    (tmp_path / "link").symlink_to(a)
+    assert expand([a, tmp_path / "link", tmp_path / "results"]) == [a]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 
 from harness.calling.backends.vllm import SCORE_LOGPROBS, VllmBackend
@@ -64,6 +66,30 @@ def test_metrics_use_the_expected_scores_only_and_flag_low_mass() -> None:
     low = expected_metrics([_scored(i, float(i), float(i), mass=0.1) for i in range(5)])
     assert "10.0%" in low["expected_note"]
     assert expected_metrics([_scored(0, None, 1.0)]) == {}  # parsed-only run: no expected keys at all
+
+
+def test_expected_metrics_values_against_numpy_and_scipy() -> None:
+    from scipy import stats as sps
+
+    expected, labels = [1.5, 4.0, 2.0, 5.0, 3.5], [1.0, 2.0, 4.0, 5.0, 3.0]
+    samples = [_scored(i, e, lab, mass=0.2 * (i + 1)) for i, (e, lab) in enumerate(zip(expected, labels, strict=True))]
+    m = expected_metrics(samples)
+    assert m["mse_expected"] == pytest.approx(np.mean((np.array(expected) - np.array(labels)) ** 2)) == 1.7
+    assert m["spearman_expected"] == pytest.approx(100 * sps.spearmanr(expected, labels)[0])
+    assert m["pearson_expected"] == pytest.approx(100 * sps.pearsonr(expected, labels)[0])
+    assert m["expected_mass_mean"] == pytest.approx(0.6)
+
+
+def test_only_answered_samples_count_and_the_low_mass_note_starts_below_half() -> None:
+    answered = [_scored(i, float(i % 5), float(i % 5 + 1), mass=0.5) for i in range(4)]
+    unanswered = dataclasses.replace(_scored(9, 2.0, 1.0), output=None)  # a dry-run line: no answer yet
+    failed = dataclasses.replace(_scored(8, 2.0, 1.0), error="HTTP 500")
+    m = expected_metrics([*answered, unanswered, failed])
+    assert (m["n_expected"], m["expected_missing"], m["expected_mass_mean"]) == (4, 0, 0.5)
+    assert "expected_note" not in m  # exactly 0.5 is not low
+    assert "expected_note" in expected_metrics([_scored(0, 1.0, 1.0, mass=0.49), _scored(1, 2.0, 2.0, mass=0.5)])
+    unlabelled = expected_metrics([dataclasses.replace(s, label=None) for s in answered])
+    assert unlabelled["n_expected"] == 4 and "spearman_expected" not in unlabelled
 
 
 # --- vllm: SamplingParams(logprobs=...) and the first position's Logprob objects (stand-in engine) ------------

@@ -126,3 +126,29 @@ def test_no_mse_off_the_label_scale() -> None:
     samples = [_s(i, v, v, float(i % 5 + 1)) for i, v in enumerate([0.1, -0.3, 0.9, 0.5, 0.2])]
     assert "mse" in compute_metrics(samples, (-1.0, 1.0))
     assert "mse" not in compute_metrics(samples, (-1.0, 1.0), on_label_scale=False)
+
+
+def test_strict_invalid_rate_counts_the_unparsed_among_the_answered() -> None:
+    """Uneven on purpose (a 50/50 split reads the same whichever side is counted)."""
+    samples = [
+        dataclasses.replace(_s(i, 3.0, 3.0, 1.0 + i % 5), parsed_strict=None if i < 3 else 3.0) for i in range(10)
+    ]
+    samples.append(dataclasses.replace(_s(10, None, None, 2.0, error="HTTP 500")))  # not answered: not counted
+    m = compute_metrics(samples, (1.0, 5.0), strict=True)
+    assert (m["invalid_strict"], m["invalid_strict_pct"], m["n"]) == (3, 30.0, 10)
+
+
+def test_ranks_are_scipys_average_ranks() -> None:
+    """Spearman is invariant to a shift of every rank; the ranks themselves are checked here too."""
+    from harness.scoring.metrics import _rank
+
+    x = np.array([3.0, 1.0, 3.0, 2.0, 5.0, 3.0, 1.0])
+    assert _rank(x).tolist() == stats.rankdata(x, method="average").tolist() == [5.0, 1.5, 5.0, 3.0, 7.0, 5.0, 1.5]
+
+
+def test_unanswered_samples_are_neither_counted_nor_scored() -> None:
+    """A dry-run line (no error, no prediction) is not an answer: it counts nowhere."""
+    samples = [_s(0, 4.0, 4.0, 5.0), _s(1, 2.0, 2.0, 1.0), _s(2, 3.0, 3.0, 4.0), _s(3, None, None, 3.0)]
+    m = compute_metrics(samples, (1.0, 5.0))
+    assert (m["n"], m["errors"], m["invalid"], m["n_labelled"]) == (3, 0, 0, 3)
+    assert m["pearson"] == pytest.approx(100 * stats.pearsonr([4.0, 2.0, 3.0], [5.0, 1.0, 4.0]).statistic)

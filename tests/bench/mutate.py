@@ -1,0 +1,318 @@
+"""Mutation testing of the pure modules: does each module's own test file notice a small change to its code?
+
+    python tests/bench/mutate.py                       # every module, at most 40 mutants each
+    python tests/bench/mutate.py --max 0               # every mutant (slow: an hour or more on 2 cores)
+    python tests/bench/mutate.py --module stats --max 20 --seed 3
+
+Our own AST mutator, not mutmut or cosmic-ray: mutmut 3 rewrites the package into its own `mutants/` layout
+(trampolines around every function, its own test runner) and took minutes per module here; cosmic-ray needs a
+session database and a config file per module. Here a mutant is one node of the module's syntax tree changed,
+the module written back with `ast.unparse` into a scratch copy of the repository, and the module's mirrored test
+files run with `pytest -x` under a timeout. About 200 lines, no dependency, and the mutants are the ones the
+project cares about:
+
+- comparisons flipped at their boundary (< ↔ <=, > ↔ >=, == ↔ !=, in ↔ not in, is ↔ is not);
+- arithmetic swapped (+ ↔ -, * ↔ /, // → /, ** → *, % → //), also in augmented assignments;
+- numeric constants moved by ±1, True ↔ False;
+- `and` ↔ `or`, `not x` → `x`, `-x` → `x`;
+- the first two positional arguments of a call swapped (not for SYMMETRIC functions: correlations, min, max).
+
+Docstrings, decorators (cache sizes), annotations (never evaluated: every module has `from __future__ import
+annotations`), imports and string constants (mostly messages) are left alone. A mutant whose tests fail, error,
+or time out is killed; one whose tests pass survived, and is printed as file:line and the change. `--max N`
+samples N mutants per module (seeded by `--seed`); the output lists the kill rate per module and overall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Module -> its mirrored test files (what a developer runs after changing the module).
+MODULES: dict[str, list[str]] = {
+    "harness/scoring/stats.py": ["tests/scoring/test_stats.py", "tests/scoring/test_stats_reference.py"],
+    "harness/scoring/metrics.py": ["tests/scoring/test_metrics.py"],
+    "harness/scoring/score.py": ["tests/scoring/test_score.py"],
+    "harness/scoring/parsing.py": ["tests/scoring/test_parsing.py"],
+    "harness/scoring/expected.py": ["tests/scoring/test_expected.py"],
+    "harness/prompting/fewshot.py": [
+        "tests/prompting/test_fewshot.py",
+        "tests/prompting/test_fewshot_golden.py",
+        "tests/prompting/test_fewshot_reference.py",
+    ],
+    "harness/prompting/render.py": ["tests/prompting/test_prompts.py", "tests/prompting/test_prompts_t5.py"],
+    "harness/datasets/load.py": ["tests/datasets/test_data.py"],
+    "harness/datasets/labels.py": ["tests/datasets/test_labels.py"],
+    "harness/calling/cache_keys.py": ["tests/calling/test_cache_keys.py"],
+    "harness/results/read.py": ["tests/results/test_read.py"],
+    "harness/reporting/tables.py": ["tests/reporting/test_tables.py"],
+    "harness/reporting/published.py": ["tests/reporting/test_published.py"],
+}
+
+_COMPARE = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
+_BINOP = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Div,
+    ast.Pow: ast.Mult,
+    ast.Mod: ast.FloorDiv,
+}
+_SYMBOL = {
+    ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=", ast.In: "in",
+    ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not", ast.Add: "+", ast.Sub: "-", ast.Mult: "*",
+    ast.Div: "/", ast.FloorDiv: "//", ast.Pow: "**", ast.Mod: "%", ast.And: "and", ast.Or: "or",
+}  # fmt: skip
+
+
+# Functions symmetric in their first two arguments: swapping them cannot change any output, so it is no mutant.
+SYMMETRIC = {"pearson", "spearman", "weighted_pearson", "corr", "min", "max"}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    module: str
+    index: int  # the node's position in ast.walk order (the same for every parse of the same source)
+    kind: str
+    arg: int  # which operator of a comparison, or the constant's delta
+    line: int
+    text: str  # what changed, in words
+
+
+def _skipped(tree: ast.Module) -> set[int]:
+    """ids of nodes never mutated: docstrings, annotations, decorators, imports."""
+    roots: list[ast.AST] = []
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body:
+            first = body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                roots.append(first)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            roots += node.decorator_list  # lru_cache(maxsize=256) -> 257: a cache size, never an output
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = node.args
+            every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+            roots += [a.annotation for a in every if a is not None and a.annotation is not None]
+            if node.returns is not None:
+                roots.append(node.returns)
+        if isinstance(node, ast.AnnAssign):
+            roots.append(node.annotation)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            roots.append(node)
+    return {id(n) for root in roots for n in ast.walk(root)}
+
+
+def mutants_of(module: str, source: str) -> list[Mutant]:
+    """Every mutant of one module, in source order."""
+    tree = ast.parse(source)
+    skip = _skipped(tree)
+    out = []
+    for i, node in enumerate(ast.walk(tree)):
+        if id(node) in skip:
+            continue
+        line = getattr(node, "lineno", 0)
+
+        def add(kind: str, text: str, arg: int = 0, *, i: int = i, line: int = line) -> None:
+            out.append(Mutant(module, i, kind, arg, line, text))
+
+        if isinstance(node, ast.Compare):
+            for j, op in enumerate(node.ops):
+                new = _COMPARE[type(op)]
+                add("compare", f"{_SYMBOL[type(op)]} -> {_SYMBOL[new]}", j)
+        elif isinstance(node, ast.BinOp | ast.AugAssign) and type(node.op) in _BINOP:
+            add("binop", f"{_SYMBOL[type(node.op)]} -> {_SYMBOL[_BINOP[type(node.op)]]}")
+        elif isinstance(node, ast.BoolOp):
+            add("boolop", f"{_SYMBOL[type(node.op)]} -> {'or' if isinstance(node.op, ast.And) else 'and'}")
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not | ast.USub):
+            add("unary", "drop 'not'" if isinstance(node.op, ast.Not) else "drop unary '-'")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
+            add("bool", f"{node.value} -> {not node.value}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            for delta in (1, -1):
+                add("number", f"{node.value!r} -> {node.value + delta!r}", delta)
+        elif (
+            isinstance(node, ast.Call)
+            and len(node.args) >= 2
+            and not any(isinstance(a, ast.Starred) for a in node.args[:2])
+            and ast.unparse(node.func).rsplit(".", 1)[-1] not in SYMMETRIC
+        ):
+            add("swap", f"swap arguments 1 and 2 of {ast.unparse(node.func)}(...)")
+    return out
+
+
+def apply(source: str, m: Mutant) -> str:
+    """The module's source with mutant m applied."""
+    tree = ast.parse(source)
+    node = list(ast.walk(tree))[m.index]
+    if m.kind == "compare":
+        assert isinstance(node, ast.Compare)
+        node.ops[m.arg] = _COMPARE[type(node.ops[m.arg])]()
+    elif m.kind == "binop":
+        assert isinstance(node, ast.BinOp | ast.AugAssign)
+        node.op = _BINOP[type(node.op)]()
+    elif m.kind == "boolop":
+        assert isinstance(node, ast.BoolOp)
+        node.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+    elif m.kind == "unary":
+        assert isinstance(node, ast.UnaryOp)
+        if isinstance(node.op, ast.Not):
+            node.operand = ast.UnaryOp(ast.Not(), node.operand)  # `not not x`: x's truth, as `if x` reads it
+        else:
+            node.op = ast.UAdd()  # `+x` is x for numbers
+    elif m.kind == "bool":
+        assert isinstance(node, ast.Constant)
+        node.value = not node.value
+    elif m.kind == "number":
+        assert isinstance(node, ast.Constant)
+        node.value = node.value + m.arg
+    elif m.kind == "swap":
+        assert isinstance(node, ast.Call)
+        node.args[0], node.args[1] = node.args[1], node.args[0]
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def _preload() -> None:
+    """Import, once, the heavy libraries the tests use (never harness itself): each mutant's pytest then runs in a
+    fork of this process, saving an interpreter start and a few seconds of imports per mutant."""
+    sys.dont_write_bytecode = True  # a mutated module is always read from its source, never from a stale .pyc
+    import numpy  # noqa: F401
+    import pandas  # noqa: F401
+    import pytest  # noqa: F401
+    import scipy.stats  # noqa: F401
+
+
+_CHILD = 0  # the forked test run in progress, killed with us
+
+
+def _stop(*_: object) -> None:
+    if _CHILD:
+        os.kill(_CHILD, signal.SIGKILL)
+    sys.exit(143)  # leaves the `with` of the scratch copy, which removes it
+
+
+def run_tests(scratch: Path, tests: list[str], timeout: float, log: Path | None = None) -> str:
+    """'passed', 'failed' or 'timeout' for the test files in the scratch copy, run in a forked child (its output
+    to `log`, else discarded)."""
+    global _CHILD
+    pid = _CHILD = os.fork()
+    if pid == 0:  # the child: quiet, in the scratch copy, with nothing of harness imported yet
+        code = 3
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        try:
+            os.chdir(scratch)
+            sys.path.insert(0, str(scratch))
+            out = os.open(log or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(out, 1)
+            os.dup2(out, 2)
+            import pytest
+
+            code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", "--no-header", *tests]))
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return "passed" if os.waitstatus_to_exitcode(status) == 0 else "failed"
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return "timeout"
+        time.sleep(0.05)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--module", action="append", help="a substring of a module path (repeatable); default all")
+    ap.add_argument("--max", type=int, default=40, help="mutants sampled per module (0: all)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the sample")
+    ap.add_argument("--timeout", type=float, default=0, help="seconds per mutant (default: 3x baseline + 5)")
+    ap.add_argument("--list", action="store_true", help="only list the mutants")
+    args = ap.parse_args()
+    modules = {m: t for m, t in MODULES.items() if not args.module or any(s in m for s in args.module)}
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")  # one thread: BLAS pools and fork() do not mix, and the cores are shared
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    if not args.list:
+        _preload()
+    signal.signal(signal.SIGTERM, _stop)  # a kill still removes the scratch copy
+    total_killed = total = 0
+    with tempfile.TemporaryDirectory(prefix="mutate-") as tmp:
+        scratch = Path(tmp)
+        for name in ("harness", "tests", "templates"):
+            shutil.copytree(ROOT / name, scratch / name, ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("pyproject.toml", "run_eval.py"):
+            shutil.copy2(ROOT / name, scratch / name)
+        for module, tests in modules.items():
+            tests = [t for t in tests if (ROOT / t).is_file()]
+            source = (ROOT / module).read_text()
+            mutants = mutants_of(module, source)
+            if args.max and len(mutants) > args.max:
+                mutants = sorted(
+                    random.Random(f"{args.seed}/{module}").sample(mutants, args.max), key=lambda m: m.index
+                )
+            if args.list:
+                for m in mutants:
+                    print(f"{module}:{m.line}: {m.text}")
+                continue
+            if not tests:  # no mirrored tests: nothing can kill a mutant
+                print(f"{module}: 0/{len(mutants)} killed (0%), no mirrored test file", flush=True)
+                for m in mutants:
+                    print(f"  survived {module}:{m.line}: {m.text}", flush=True)
+                total += len(mutants)
+                continue
+            target = scratch / module
+            target.write_text(ast.unparse(ast.parse(source)))  # the baseline goes through unparse too
+            start = time.monotonic()
+            baseline = run_tests(scratch, tests, 600, scratch / "baseline.log")
+            took = time.monotonic() - start
+            if baseline != "passed":
+                tail = (scratch / "baseline.log").read_text(errors="replace").splitlines()[-15:]
+                print(f"{module}: its tests do not pass unmutated ({baseline}); skipped", *tail, sep="\n", flush=True)
+                continue
+            timeout = args.timeout or 3 * took + 5
+            survivors, killed = [], 0
+            for m in mutants:
+                target.write_text(apply(source, m))
+                outcome = run_tests(scratch, tests, timeout)
+                if outcome == "passed":
+                    survivors.append(m)
+                else:
+                    killed += 1
+            target.write_text(source)
+            total_killed, total = total_killed + killed, total + len(mutants)
+            rate = 100.0 * killed / len(mutants) if mutants else 100.0
+            print(f"{module}: {killed}/{len(mutants)} killed ({rate:.0f}%), tests {took:.1f}s", flush=True)
+            for m in survivors:
+                print(f"  survived {module}:{m.line}: {m.text}", flush=True)
+    if total:
+        print(f"overall: {total_killed}/{total} killed ({100.0 * total_killed / total:.1f}%)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
