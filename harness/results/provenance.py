@@ -7,19 +7,11 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-PACKAGES = (
-    "csts-harness",
-    "openai",
-    "anthropic",
-    "jinja2",
-    "numpy",
-    "scipy",
-    "pandas",
-    "tenacity",
-    "vllm",
-    "transformers",
-    "torch",
-)
+from harness.calling.backends import BACKENDS
+
+# The harness and what renders, scores and reports, then each backend's own (its line in BACKENDS).
+CORE_PACKAGES = ("csts-harness", "jinja2", "numpy", "scipy", "pandas", "tenacity")
+PACKAGES = tuple(dict.fromkeys([*CORE_PACKAGES, *(p for d in BACKENDS.values() for p in d.packages)]))
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 
 from harness.calling.backends.base import LocalBackend
 from harness.config.settings import RunConfig
+from harness.datasets.load import LABEL_RANGES
 from harness.types import Completion, HarnessError, Request
 
 # The last "Sentence 1: ... Sentence 2: ..." block of a prompt is the query (shots come before it); the QA
@@ -83,12 +84,12 @@ def overlap_score(s1: str, s2: str, label_range: tuple[float, float]) -> str:
     return f"{lo + (hi - lo) * jaccard:.2f}"
 
 
-def from_config(config: RunConfig, label_range: tuple[float, float]) -> LocalBackend:
-    """The offline baseline --model names."""
+def from_config(config: RunConfig) -> LocalBackend:
+    """The offline baseline --model names; overlap maps onto the dataset's label range."""
     if config.model == "random":
         return RandomScorer()
     if config.model == "overlap":
-        return OverlapScorer(label_range=label_range)
+        return OverlapScorer(label_range=LABEL_RANGES[config.dataset])
     raise HarnessError(f"offline backend has no model {config.model!r}; choose from {', '.join(OFFLINE_MODELS)}")
 
 
