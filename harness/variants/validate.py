@@ -48,4 +48,3 @@ def scoring_backend(config: RunConfig) -> str:
     if d.kind == "baseline" and config.model not in d.models:
         raise HarnessError(f"{name} backend has no model {config.model!r}; choose from {', '.join(d.models)}")
     return name
-

@@ -45,27 +45,47 @@ class Description:
         return self.kind == "api"
 
 
-# One line per backend: its --backend name -> its description. vllm, hf, sentence-transformers: --model a hub id
+# One entry per backend: its --backend name -> its description. vllm, hf, sentence-transformers: --model a hub id
 # or a local path.
 BACKENDS: dict[str, Description] = {
     "offline": Description("harness.calling.backends.offline", "baseline", models=OFFLINE_MODELS),
     "openai": Description(
-        "harness.calling.backends.openai", "api", chat="openai", stop=True, embeds=True, key_env="OPENAI_API_KEY",
-        batch="harness.calling.batch.openai:OpenAIBatches", packages=("openai",),
+        "harness.calling.backends.openai",
+        "api",
+        chat="openai",
+        stop=True,
+        embeds=True,
+        key_env="OPENAI_API_KEY",
+        batch="harness.calling.batch.openai:OpenAIBatches",
+        packages=("openai",),
         prefixes=("gpt-", "o1", "o3", "o4", "chatgpt", "text-"),
-    ),  # fmt: skip
+    ),
     "anthropic": Description(
-        "harness.calling.backends.anthropic", "api", chat="only", stop=True, key_env="ANTHROPIC_API_KEY",
-        batch="harness.calling.batch.anthropic:AnthropicBatches", packages=("anthropic",), prefixes=("claude",),
-    ),  # fmt: skip
+        "harness.calling.backends.anthropic",
+        "api",
+        chat="only",
+        stop=True,
+        key_env="ANTHROPIC_API_KEY",
+        batch="harness.calling.batch.anthropic:AnthropicBatches",
+        packages=("anthropic",),
+        prefixes=("claude",),
+    ),
     "vllm": Description(
-        "harness.calling.backends.vllm", "engine", chat="template", logprobs=True,
+        "harness.calling.backends.vllm",
+        "engine",
+        chat="template",
+        logprobs=True,
         packages=("vllm", "transformers", "torch"),
-    ),  # fmt: skip
+    ),
     "hf": Description(
-        "harness.calling.backends.hf", "engine", chat="template", logprobs=True, embeds=True,
-        packages=("transformers", "torch"), models=tuple(KNOWN_MODELS),  # weights shipped in a package
-    ),  # fmt: skip
+        "harness.calling.backends.hf",
+        "engine",
+        chat="template",
+        logprobs=True,
+        embeds=True,
+        packages=("transformers", "torch"),
+        models=tuple(KNOWN_MODELS),  # weights shipped in a package
+    ),
     "sentence-transformers": Description(None, "embedder", embeds=True, packages=("sentence-transformers", "torch")),
 }
 
