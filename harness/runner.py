@@ -179,8 +179,8 @@ def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResu
     variant = variant_of(config)
     if backend is None:
         samples, estimate = variant.dry_run(config, prep, price)
-        run_dir = write_run(config.results_dir, claimed.name, record, samples, estimate, claimed=claimed)
-        return RunResult(run_dir, estimate)
+        written = write_run(config.results_dir, claimed.name, record, samples, estimate, claimed=claimed)
+        return RunResult(written.run_dir, estimate)
 
     # Here, not at the top: numpy loads with the metrics, and a dry run computes none.
     from harness.scoring.expected import expected_metrics
@@ -206,11 +206,8 @@ def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResu
             if predictions
             else "not written: " + _why_no_submission(samples, len(prep.dataset.examples))
         )
-    records: list[dict[str, Any]] = []  # samples.jsonl's lines as dicts
-    run_dir = write_run(
-        config.results_dir, claimed.name, record, samples, metrics, predictions, outcome.files, claimed, records
-    )
-    return RunResult(run_dir, metrics, record, tuple(samples), tuple(records))
+    written = write_run(config.results_dir, claimed.name, record, samples, metrics, predictions, outcome.files, claimed)
+    return RunResult(written.run_dir, metrics, record, tuple(samples), written.records)
 
 
 def _split_label(config: RunConfig) -> str:

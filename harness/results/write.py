@@ -10,13 +10,13 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.results.claims import Claim, claim
 from harness.results.stage import staged, umask
 from harness.types import Scored
 
-__all__ = ["Claim", "claim", "make_run_id", "read_samples", "sample_record", "write_atomic", "write_run"]
+__all__ = ["Claim", "Written", "claim", "make_run_id", "read_samples", "sample_record", "write_atomic", "write_run"]
 
 
 def make_run_id(dataset: str, split: str, model: str, shots: int, prompt: str, when: datetime | None = None) -> str:
@@ -31,6 +31,13 @@ def _json(obj: Any) -> str:
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Scored))
+
+
+class Written(NamedTuple):
+    """A written run folder, and samples.jsonl's lines as dicts (a sweep's report reads them without the file)."""
+
+    run_dir: Path
+    records: tuple[dict[str, Any], ...]
 
 
 def sample_record(s: Scored) -> dict[str, Any]:
@@ -70,28 +77,24 @@ def write_run(
     test_predictions: Mapping[str, float] | None = None,
     extra_files: Mapping[str, str] | None = None,
     claimed: Claim | None = None,
-    records: list[dict[str, Any]] | None = None,
-) -> Path:
+) -> Written:
     """Stage the whole folder, then rename it onto the folder claimed at the start: a killed run leaves no
-    half-written results. Without `claimed`, the folder is claimed now (and must be free). `records`, when
-    given, receives each sample's record as it went into samples.jsonl (read back without the file)."""
+    half-written results. Without `claimed`, the folder is claimed now (and must be free)."""
     claimed = claimed or claim(results_dir, run_id, explicit=True)
     with staged(claimed) as staging:
+        records = [sample_record(s) for s in samples]  # inside: a failing sample releases the claimed name
         (staging / "config.json").write_text(_json(config), encoding="utf-8")
         with open(staging / "samples.jsonl", "w", encoding="utf-8") as f:
             dumps = _line_encoder()
-            for s in samples:
-                record = sample_record(s)
+            for record in records:
                 f.write(dumps(record) + "\n")
-                if records is not None:
-                    records.append(record)
         if metrics is not None:
             (staging / "metrics.json").write_text(_json(metrics), encoding="utf-8")
         if test_predictions is not None:
             (staging / "test_predictions.json").write_text(json.dumps(test_predictions) + "\n", encoding="utf-8")
         for name, text in (extra_files or {}).items():  # e.g. answers.jsonl of the qa variants
             (staging / name).write_text(text, encoding="utf-8")
-    return claimed.final
+    return Written(claimed.final, tuple(records))
 
 
 def _line_encoder() -> Callable[[dict[str, Any]], str]:
