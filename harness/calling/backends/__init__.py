@@ -171,7 +171,7 @@ def check_scoring(config: RunConfig) -> None:
         return
     name = backend_name(config)
     if name not in BACKENDS or not BACKENDS[name].logprobs:
-        giving = [n for n, d in BACKENDS.items() if d.logprobs]
+        giving = sorted(n for n, d in BACKENDS.items() if d.logprobs)
         raise HarnessError(
             f"--scoring expected needs the first output token's log-probabilities, which the {name} backend "
             f"does not give; use one of: {', '.join(giving)}"
