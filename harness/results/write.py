@@ -7,7 +7,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -85,9 +85,8 @@ def write_run(
         records = [sample_record(s) for s in samples]  # inside: a failing sample releases the claimed name
         (staging / "config.json").write_text(_json(config), encoding="utf-8")
         with open(staging / "samples.jsonl", "w", encoding="utf-8") as f:
-            dumps = _line_encoder()
             for record in records:
-                f.write(dumps(record) + "\n")
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
         if metrics is not None:
             (staging / "metrics.json").write_text(_json(metrics), encoding="utf-8")
         if test_predictions is not None:
@@ -95,19 +94,6 @@ def write_run(
         for name, text in (extra_files or {}).items():  # e.g. answers.jsonl of the qa variants
             (staging / name).write_text(text, encoding="utf-8")
     return Written(claimed.final, tuple(records))
-
-
-def _line_encoder() -> Callable[[dict[str, Any]], str]:
-    """json.dumps(record, ensure_ascii=False), the same text: json's C encoder made once and called straight, not
-    JSONEncoder.encode, which builds a new one (and a dict of seen ids) per call; that was half of a small line's
-    cost, and a grid writes 25,000 of them. Records come from sample_record and hold no cycles (no id check)."""
-    base = json.JSONEncoder(ensure_ascii=False)
-    make = json.encoder.c_make_encoder  # type: ignore[attr-defined]
-    if make is None:  # a Python without the _json accelerator
-        return base.encode
-    seps = (base.key_separator, base.item_separator)
-    encode = make(None, base.default, json.encoder.encode_basestring, None, *seps, False, False, True)
-    return lambda record: "".join(encode(record, 0))
 
 
 def read_samples(run_dir: Path) -> list[dict[str, Any]]:

@@ -50,8 +50,8 @@ def test_a_run_folder_holds_every_file_and_samples_read_back_as_written(tmp_path
 
 
 def test_samples_jsonl_lines_are_json_dumps_of_the_records_in_field_order(tmp_path: Path) -> None:
-    """write_run calls json's C encoder itself and copies the instance dict: the bytes json.dumps would write,
-    keys in Scored's field order (the layout of every samples.jsonl)."""
+    """write_run copies the instance dict (sample_record): json.dumps's bytes, keys in Scored's field order (the
+    layout of every samples.jsonl)."""
     samples = [
         scored(0, prompt='é \u2028 " \\ \n</script>', usage={"input_tokens": 3, "output_tokens": 1}),
         scored(1, output=None, parsed=float("nan"), valid=False, prediction=None, error="timeout"),
