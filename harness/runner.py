@@ -12,7 +12,6 @@ from typing import Any
 from harness.calling.backends.base import Backend
 from harness.calling.pricing import Price, price_of
 from harness.config.settings import RunConfig
-from harness.config.validate import validate
 from harness.datasets.labels import apply_label_set, take_subset
 from harness.datasets.load import LABEL_RANGES, LoadCache, load_dataset
 from harness.prompting.fewshot import ReferencePicker, ShotPicker, make_picker
@@ -23,6 +22,7 @@ from harness.results.write import Claim, claim, make_run_id, write_run
 from harness.types import Dataset, HarnessError, Scored
 from harness.variants import qa, qa_embed, sentences
 from harness.variants.base import Variant
+from harness.variants.validate import validate_run
 
 
 @dataclass(frozen=True)
@@ -82,8 +82,7 @@ def variant_of(config: RunConfig) -> Variant:
 
 def prepare(config: RunConfig, shared: Shared | None = None) -> Prepared:
     """Load the data, pick shots and render the prompts known before any call (one per query, sentences variant).
-    `shared`: what earlier cells of the same sweep loaded, drew and compiled."""
-    validate(config)
+    `shared`: what earlier cells of the same sweep loaded, drew and compiled. The config is checked (`plan`)."""
     shared = shared or Shared()
     variant = variant_of(config)
     renderer = shared.renderer(variant.template(config), config.dataset)
@@ -149,9 +148,11 @@ class Planned:
 def plan(config: RunConfig, shared: Shared | None = None) -> Planned:
     """Build the backend, prompts and config record without calling a model (sweeps use config_hash to reuse runs;
     their cells share one `shared`)."""
-    validate(config)  # the same checks as a dry run; only sending needs more (an API key, an installed engine)
-    # Built before any work, so that a missing key or engine fails here (the answer model's too).
-    backend = None if config.dry_run else variant_of(config).scoring_backend(config, _label_range(config.dataset))
+    validate_run(config)  # the same checks as a dry run; only sending needs more (an API key, an installed engine)
+    backend = None
+    if not config.dry_run:  # built before any work, so that a missing key or engine fails here (the answer model's too)
+        _check_dataset(config.dataset)
+        backend = variant_of(config).scoring_backend(config)
     price = price_of(config, backend)
     shared = shared or Shared()
     prep = prepare(config, shared)
@@ -179,8 +180,8 @@ def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResu
     variant = variant_of(config)
     if backend is None:
         samples, estimate = variant.dry_run(config, prep, price)
-        run_dir = write_run(config.results_dir, claimed.name, record, samples, estimate, claimed=claimed)
-        return RunResult(run_dir, estimate)
+        written = write_run(config.results_dir, claimed.name, record, samples, estimate, claimed=claimed)
+        return RunResult(written.run_dir, estimate)
 
     # Here, not at the top: numpy loads with the metrics, and a dry run computes none.
     from harness.scoring.expected import expected_metrics
@@ -206,11 +207,8 @@ def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResu
             if predictions
             else "not written: " + _why_no_submission(samples, len(prep.dataset.examples))
         )
-    records: list[dict[str, Any]] = []  # samples.jsonl's lines as dicts
-    run_dir = write_run(
-        config.results_dir, claimed.name, record, samples, metrics, predictions, outcome.files, claimed, records
-    )
-    return RunResult(run_dir, metrics, record, tuple(samples), tuple(records))
+    written = write_run(config.results_dir, claimed.name, record, samples, metrics, predictions, outcome.files, claimed)
+    return RunResult(written.run_dir, metrics, record, tuple(samples), written.records)
 
 
 def _split_label(config: RunConfig) -> str:
@@ -243,10 +241,10 @@ def shots_hash(prep: Prepared) -> str:
     return hashlib.sha256(json.dumps(drawn, separators=(",", ":")).encode()).hexdigest()[:16]
 
 
-def _label_range(dataset: str) -> tuple[float, float]:
+def _check_dataset(dataset: str) -> None:
+    """Before a backend is built (a dry run meets an unknown dataset when it loads the data)."""
     if dataset not in LABEL_RANGES:
         raise HarnessError(f"unknown dataset {dataset!r}; choose from {', '.join(LABEL_RANGES)}")
-    return LABEL_RANGES[dataset]
 
 
 def _submission(samples: list[Scored], n_split: int) -> dict[str, float] | None:

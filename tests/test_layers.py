@@ -13,7 +13,7 @@ import harness
 
 LAYERS = [
     ("harness.types", "harness.inputs"),
-    ("harness.config.settings",),
+    ("harness.config",),  # settings and their value checks (validate.py): what a run is, before any stage
     ("harness.datasets",),
     ("harness.prompting",),
     ("harness.scoring",),
@@ -21,7 +21,6 @@ LAYERS = [
     ("harness.variants",),
     ("harness.results",),
     ("harness.reporting",),
-    ("harness.config.validate", "harness.config"),
     ("harness.runner",),
     ("harness.sweep",),
     ("harness.api",),
@@ -76,10 +75,24 @@ def test_every_module_imports_only_its_own_layer_or_lower() -> None:
 def test_the_layer_check_sees_an_upward_import(tmp_path: Path) -> None:
     """The check is not vacuous: a scoring module importing the runner is caught."""
     assert layer_of("harness.scoring.parsing") < layer_of("harness.runner")
-    assert layer_of("harness.config.settings") < layer_of("harness.datasets.load") < layer_of("harness.config.validate")
+    assert (
+        layer_of("harness.config.validate") == layer_of("harness.config.settings") < layer_of("harness.datasets.load")
+    )
     source = tmp_path / "x.py"
     source.write_text("from harness.runner import run\n", encoding="utf-8")
     assert imports("harness.scoring.x", source) == {"harness.runner"}
+
+
+def test_config_checks_cannot_reach_up_to_the_stages(tmp_path: Path) -> None:
+    """The checks that need backends or variants live in those layers (harness/calling/validate.py,
+    harness/variants/validate.py): config/validate.py importing either again is an upward arrow."""
+    source = tmp_path / "validate.py"
+    source.write_text(
+        "from harness.calling.backends import BACKENDS\nimport harness.variants.answers\n", encoding="utf-8"
+    )
+    found = imports("harness.config.validate", source)
+    assert found == {"harness.calling.backends", "harness.variants.answers"}
+    assert all(layer_of(t) > layer_of("harness.config.validate") for t in found)
 
 
 def test_no_import_cycle() -> None:

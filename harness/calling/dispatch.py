@@ -232,7 +232,6 @@ def call(
     batch = options.batch is not None and batchable(backend)
     counts = {"invalid": 0, "errors": 0} if parse else {"errors": 0}
     parsed: dict[str, float | None] = {}
-    spent = 0.0
     shown: tuple[object, ...] = ()  # what the bar's postfix was last formatted from
     # delay=2: quick runs print nothing; longer ones get rate, ETA, invalid, errors and cost so far.
     bar = tqdm(
@@ -242,20 +241,19 @@ def call(
     with bar:
 
         def on_done(c: Completion) -> None:
-            nonlocal spent, shown
+            nonlocal shown
             if c.error is not None:
                 counts["errors"] += 1
             elif parse is not None and (parsed.setdefault(c.request_id, parse(c.text))) is None:
                 counts["invalid"] += 1
-            if options.price is not None and not c.cached:
-                spent += options.price.cost_of(c.usage)
             if not bar.disable:  # --no-progress: no bar to format a postfix for, 25,000 times in a grid
                 bar.update(1)
                 # Formatted again only when its numbers change: without a price, a few times in a whole run.
-                now = (*counts.values(), spent if options.price is not None else None)
+                spent = stats.spent_usd  # complete_all sums it (API backends with a price) before calling this
+                now = (*counts.values(), spent)
                 if now != shown:
                     shown = now
-                    cost = {"cost": f"${spent:.4f}"} if options.price is not None else {}
+                    cost = {"cost": f"${spent:.4f}"} if spent is not None else {}
                     bar.set_postfix(counts | cost, refresh=False)
 
         try:

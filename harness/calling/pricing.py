@@ -92,16 +92,11 @@ def price_for(model: str, user_file: Path | None = None) -> Price | None:
 
 
 def price_of(config: RunConfig, backend: Backend | None) -> Price | None:
-    """The model's price for API backends (None when unknown); --max-cost needs one, checked before any work.
-    `backend` None: a dry run, which builds none and prices as if it were remote."""
+    """The model's price for API backends (None when unknown; --max-cost's need of one is checked with the run's
+    settings, harness/calling/validate.py). `backend` None: a dry run, which builds none and prices as if remote."""
     if backend is not None and not isinstance(backend, RemoteBackend):
         return None
-    price = price_for(config.model, config.api.prices)
-    if config.api.max_cost is not None and price is None and not config.dry_run:
-        raise HarnessError(
-            f"--max-cost needs a price for {config.model!r}: none in the package table; pass --prices FILE"
-        )
-    return price
+    return price_for(config.model, config.api.prices)
 
 
 def usage(
@@ -135,12 +130,13 @@ def usage(
 def prompt_counter(config: RunConfig) -> tuple[Callable[[str], int], str]:
     """(prompt tokens of one request, how counted): the one count behind --dry-run and --max-cost. API
     requests in chat form add the message's wrapping."""
-    from harness.calling.backends import backend_name, chat_mode
+    from harness.calling.backends import BACKENDS, backend_name, chat_mode
 
     try:
-        api = backend_name(config) in ("openai", "anthropic")
+        d = BACKENDS.get(backend_name(config))
     except HarnessError:
-        api = False
+        d = None
+    api = d is not None and d.remote
     return counter(config.model, CHAT_OVERHEAD_TOKENS if api and chat_mode(config) else 0)
 
 

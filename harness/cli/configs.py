@@ -84,7 +84,6 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         anthropic_greedy=a.anthropic_greedy,
     )
     local = LocalOptions(
-        chat=bool(a.chat),  # the local backends' default is raw text, as the paper sent it
         dtype=a.dtype,
         tensor_parallel=a.tensor_parallel,
         gpu_memory_utilization=a.gpu_memory_utilization,

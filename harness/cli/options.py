@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 from typing import NoReturn
 
+from harness.calling.backends import BACKENDS
 from harness.calling.batch.options import add_batch_args
 from harness.cli.configs import REASONING, CommaList
 from harness.config.settings import (
@@ -100,7 +101,7 @@ def run_parser() -> Parser:
     )
     p.add_argument(
         "--backend",
-        help="offline, openai, anthropic, vllm, hf, sentence-transformers (default: implied by the model name; "
+        help=f"{', '.join(BACKENDS)} (default: implied by the model name; "
         "with --base-url an unknown name means openai)",
     )
     datasets = tuple(SPLITS)  # comma lists (--dataset csts,stsb) are checked by CommaList, single values too

@@ -45,7 +45,6 @@ class ApiOptions:
 class LocalOptions:
     """How local GPU backends (vllm, hf) load and run a model."""
 
-    chat: bool = False  # apply the model's chat template (off: raw text, as the paper sent)
     dtype: str = "auto"  # one of DTYPES
     tensor_parallel: int = 1  # vllm: GPUs one model is split over
     gpu_memory_utilization: float = 0.9  # vllm: share of each GPU the engine may take

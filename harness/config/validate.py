@@ -1,10 +1,6 @@
-"""Every check of a RunConfig in one place, run first by real runs, dry runs and every sweep cell alike.
-
-A dry run therefore refuses exactly what a real run refuses, with the same message. What it does not
-check is what only sending needs: an API key in the environment and an installed engine (vllm,
-transformers), so a dry run can price a run on a machine that will not send it. Templates and data are
-checked when they are read (prompts.py, data.py), also before any request.
-"""
+"""The checks of a RunConfig's values that need nothing but the values: numbers in range, known choices, files
+the user named present and regular. harness/variants/validate.py `validate_run` runs these first, then what the
+backends and variants know (harness/calling/validate.py), in one order, once per run, dry runs alike."""
 
 from __future__ import annotations
 
@@ -12,28 +8,19 @@ import math
 import os
 from pathlib import Path
 
-from harness.calling.backends import BACKENDS, OFFLINE_MODELS, backend_for, check_scoring
-from harness.calling.pricing import price_for
 from harness.config.settings import PARSE_MODES, SCORINGS, SHOT_SAMPLERS, VARIANTS, RunConfig
 from harness.inputs import check_regular
 from harness.types import HarnessError
-from harness.variants.answers import answer_config, check_answer_backend, read_answers
 
-REMOTE = ("openai", "anthropic")
-EMBEDDERS = ("openai", "sentence-transformers", "hf")
-LOCAL_MODEL_BACKENDS = ("vllm", "hf", "sentence-transformers")  # a hub id or a local directory
 # --run-id: a folder name holds 255 bytes; ".ID.staging-PID-XXXXXXXX" beside it needs ~35 more (results/claims.py).
 MAX_RUN_ID_BYTES = 200
-# Options whose implementation lands separately (issue 15): refused in one line until then, never ignored.
-STOP_SENT_BY = frozenset({"openai", "anthropic"})  # backends that send --stop sequences
 
 
 def validate(config: RunConfig) -> None:
-    """Raise HarnessError (one line) for the first thing wrong with this configuration."""
+    """Raise HarnessError (one line) for the first thing wrong with this configuration's values."""
     check_numbers(config)
     check_names(config)
     check_files(config)
-    check_backends(config)
 
 
 def _at_least(flag: str, value: int | None, low: int) -> None:
@@ -119,49 +106,3 @@ def check_files(config: RunConfig) -> None:
     ):
         if path is not None:
             check_regular(Path(path), what)
-    if config.answers is not None:
-        read_answers(Path(config.answers))  # parsed now, so a dry run refuses a broken file as a real run does
-
-
-def scoring_backend(config: RunConfig) -> str:
-    """The name of the backend that scores (or embeds, for qa-embed), checked without building it."""
-    name = config.backend or backend_for(config.model, config.api.base_urls)
-    if name not in BACKENDS:
-        raise HarnessError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
-    if config.variant == "qa-embed":
-        if name not in EMBEDDERS:
-            raise HarnessError(
-                f"--variant qa-embed needs an embedding model (OpenAI: text-embedding-3-small, ...; local: "
-                f"--backend sentence-transformers --model DIR), not a {name} model"
-            )
-        return name
-    if name == "sentence-transformers":
-        raise HarnessError("--backend sentence-transformers only embeds text: use it with --variant qa-embed")
-    if name == "offline" and config.model not in OFFLINE_MODELS:
-        raise HarnessError(f"offline backend has no model {config.model!r}; choose from {', '.join(OFFLINE_MODELS)}")
-    return name
-
-
-def check_backends(config: RunConfig) -> None:
-    """Backend names, model names, the options each backend can honour, prices --max-cost needs."""
-    # (model, backend, whether it generates text): the scorer, and the answer model of the qa variants
-    models = [(config.model, scoring_backend(config), config.variant != "qa-embed")]
-    if config.variant != "sentences" and config.answers is None:
-        models.append((answer_config(config).model, check_answer_backend(config), True))
-    check_scoring(config)  # --scoring expected needs log-probabilities: hf, vllm
-    for model, name, generates in models:
-        local_path = name in LOCAL_MODEL_BACKENDS and model.startswith(("/", "./", "../", "~"))
-        if local_path and not Path(model).expanduser().is_dir():
-            raise HarnessError(f"no model directory at {model} (pass a local directory or a hub id)")
-        if name in REMOTE and config.api.max_cost is not None and price_for(model, config.api.prices) is None:
-            raise HarnessError(f"--max-cost needs a price for {model!r}: none in the package table; pass --prices FILE")
-        if generates and name != "offline":  # baselines read the prompt as text: no template, no stop sequences
-            _check_decoding(config, name)
-
-
-def _check_decoding(config: RunConfig, name: str) -> None:
-    """--chat/--no-chat and --stop on a backend that generates text."""
-    if config.chat is False and name in REMOTE and (not config.api.base_urls or name == "anthropic"):
-        raise HarnessError(f"--no-chat: {name} models are chat-only (raw text goes to OpenAI-compatible servers)")
-    if config.stop and name not in STOP_SENT_BY:
-        raise HarnessError(f"--stop: the {name} backend does not send stop sequences (only openai, anthropic do)")

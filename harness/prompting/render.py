@@ -110,7 +110,8 @@ class _Environment(jinja2.Environment):
     """jinja2's Environment with each template's globals in one plain dict instead of a ChainMap over the
     environment's: every render (and every include) builds a context from them, and walking a ChainMap in Python
     was a third of a short prompt's render time. The names are the same: jinja2 asks that globals not change once
-    templates are loaded, and nothing here changes them."""
+    templates are loaded, and nothing here changes them. Kept because it is measured at about a tenth of the
+    9-cell grid's CPU (issue 22: the grid's 25,506 prompts took 0.45 s with it, 0.73 s without, min of 5)."""
 
     def make_globals(self, d: MutableMapping[str, Any] | None) -> MutableMapping[str, Any]:
         return {**self.globals, **(d or {})}

@@ -9,26 +9,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-PACKAGES = (
-    "csts-harness",
-    "openai",
-    "anthropic",
-    "jinja2",
-    "numpy",
-    "scipy",
-    "pandas",
-    "tenacity",
-    "vllm",
-    "transformers",
-    "torch",
-)
+from harness.calling.backends import BACKENDS
+
+# The harness and what renders, scores and reports; each backend's own are in its line of BACKENDS.
+CORE_PACKAGES = ("csts-harness", "jinja2", "numpy", "scipy", "pandas", "tenacity")
 REPO = Path(__file__).resolve().parents[2]
 
 
 def package_versions() -> dict[str, str | None]:
     """Installed versions of the packages that can change a result (None: not installed)."""
     versions: dict[str, str | None] = {"python": platform.python_version()}
-    for name in PACKAGES:
+    for name in dict.fromkeys([*CORE_PACKAGES, *(p for d in BACKENDS.values() for p in d.packages)]):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

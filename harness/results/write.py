@@ -10,10 +10,10 @@ import os
 import re
 import tempfile
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.inputs import disk_full, disk_full_error
 from harness.results.claims import Claim, claim
@@ -21,7 +21,7 @@ from harness.results.manifest import write_manifest
 from harness.results.stage import staged, umask
 from harness.types import Scored
 
-__all__ = ["Claim", "claim", "make_run_id", "read_samples", "sample_record", "write_atomic", "write_run"]
+__all__ = ["Claim", "Written", "claim", "make_run_id", "read_samples", "sample_record", "write_atomic", "write_run"]
 
 
 # Bytes of a run id before its timestamp: a file name holds 255 bytes, and the lock and staging names beside the
@@ -53,6 +53,13 @@ def _json(obj: Any) -> str:
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Scored))
+
+
+class Written(NamedTuple):
+    """A written run folder, and samples.jsonl's lines as dicts (a sweep's report reads them without the file)."""
+
+    run_dir: Path
+    records: tuple[dict[str, Any], ...]
 
 
 def sample_record(s: Scored) -> dict[str, Any]:
@@ -94,21 +101,16 @@ def write_run(
     test_predictions: Mapping[str, float] | None = None,
     extra_files: Mapping[str, str] | None = None,
     claimed: Claim | None = None,
-    records: list[dict[str, Any]] | None = None,
-) -> Path:
+) -> Written:
     """Stage the whole folder, then rename it onto the folder claimed at the start: a killed run leaves no
-    half-written results. Without `claimed`, the folder is claimed now (and must be free). `records`, when
-    given, receives each sample's record as it went into samples.jsonl (read back without the file)."""
+    half-written results. Without `claimed`, the folder is claimed now (and must be free)."""
     claimed = claimed or claim(results_dir, run_id, explicit=True)
     with staged(claimed) as staging:
+        records = [sample_record(s) for s in samples]  # inside: a failing sample releases the claimed name
         (staging / "config.json").write_text(_json(config), encoding="utf-8", errors=_ESCAPE)
         with open(staging / "samples.jsonl", "w", encoding="utf-8", errors=_ESCAPE) as f:
-            dumps = _line_encoder()
-            for s in samples:
-                record = sample_record(s)
-                f.write(dumps(record) + "\n")
-                if records is not None:
-                    records.append(record)
+            for record in records:
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
         if metrics is not None:
             (staging / "metrics.json").write_text(_json(metrics), encoding="utf-8", errors=_ESCAPE)
         if test_predictions is not None:
@@ -116,20 +118,7 @@ def write_run(
         for name, text in (extra_files or {}).items():  # e.g. answers.jsonl of the qa variants
             (staging / name).write_text(text, encoding="utf-8", errors=_ESCAPE)
         write_manifest(staging)  # last: sizes and digests of the files above, for readers to verify
-    return claimed.final
-
-
-def _line_encoder() -> Callable[[dict[str, Any]], str]:
-    """json.dumps(record, ensure_ascii=False), the same text: json's C encoder made once and called straight, not
-    JSONEncoder.encode, which builds a new one (and a dict of seen ids) per call; that was half of a small line's
-    cost, and a grid writes 25,000 of them. Records come from sample_record and hold no cycles (no id check)."""
-    base = json.JSONEncoder(ensure_ascii=False)
-    make = json.encoder.c_make_encoder  # type: ignore[attr-defined]
-    if make is None:  # a Python without the _json accelerator
-        return base.encode
-    seps = (base.key_separator, base.item_separator)
-    encode = make(None, base.default, json.encoder.encode_basestring, None, *seps, False, False, True)
-    return lambda record: "".join(encode(record, 0))
+    return Written(claimed.final, tuple(records))
 
 
 def read_samples(run_dir: Path) -> list[dict[str, Any]]:

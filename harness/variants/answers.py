@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.calling.backends import backend_for, make_backend
+from harness.calling.backends import BACKENDS, backend_for, make_backend
 from harness.calling.backends.base import Backend
 from harness.calling.dispatch import call
 from harness.calling.estimate import Step
@@ -126,20 +126,21 @@ def check_answer_backend(config: RunConfig) -> str:
     """The answer model's backend name, checked without building it (dry runs check exactly this too)."""
     acfg = answer_config(config)
     name = acfg.backend or backend_for(acfg.model, config.api.base_urls)
-    if name == "offline":
+    kind = BACKENDS[name].kind if name in BACKENDS else None  # an unknown name: calling/validate.py says so
+    if kind == "baseline":
         raise HarnessError(
             f"--answer-model {acfg.model!r} is an offline baseline: the qa variants need a language model "
             "to answer questions (--answer-model gpt-3.5-turbo, or --answers FILE from an earlier run)"
         )
-    if name == "sentence-transformers":
-        raise HarnessError("--answer-backend sentence-transformers only embeds text: it cannot answer questions")
+    if kind == "embedder":
+        raise HarnessError(f"--answer-backend {name} only embeds text: it cannot answer questions")
     return name
 
 
 def make_answer_backend(config: RunConfig) -> Backend:
     """The backend answering the questions: a language model, never an offline baseline or an embedder."""
     check_answer_backend(config)
-    return make_backend(answer_config(config), (1.0, 5.0))
+    return make_backend(answer_config(config))
 
 
 def generate_answers(

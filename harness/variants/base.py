@@ -42,7 +42,7 @@ class Variant(Protocol):
         """The scoring prompts known before any call (Prepared.requests); checks its templates render."""
         ...
 
-    def scoring_backend(self, config: RunConfig, label_range: tuple[float, float]) -> Backend:
+    def scoring_backend(self, config: RunConfig) -> Backend:
         """The backend of the run's model; fails in one line, before any work, when a backend cannot be used."""
         ...
 

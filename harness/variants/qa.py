@@ -100,8 +100,8 @@ def requests(
     return ()
 
 
-def scoring_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend:
-    return ready(config, make_backend(config, label_range))
+def scoring_backend(config: RunConfig) -> Backend:
+    return ready(config, make_backend(config))
 
 
 def score_range(dataset: Dataset) -> tuple[float, float]:

@@ -113,7 +113,7 @@ def requests(
     return ()  # no scoring prompt: embeddings of the answers
 
 
-def scoring_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend:
+def scoring_backend(config: RunConfig) -> Backend:
     return ready(config, make_embedding_backend(config))
 
 

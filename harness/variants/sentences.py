@@ -34,8 +34,8 @@ def requests(
     )
 
 
-def scoring_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend:
-    return make_backend(config, label_range)
+def scoring_backend(config: RunConfig) -> Backend:
+    return make_backend(config)
 
 
 def score_range(dataset: Dataset) -> tuple[float, float]:

@@ -100,14 +100,14 @@ def test_chat_wraps_the_prompt_in_the_models_template(gpt2_dir: Path, tmp_path: 
     (chat_dir / "tokenizer_config.json").write_text(json.dumps(config))
     request = prompts(1)
     plain = complete(HFBackend(str(chat_dir), LocalOptions()), request)["0"]
-    chat = complete(HFBackend(str(chat_dir), LocalOptions(chat=True)), request)["0"]
+    chat = complete(HFBackend(str(chat_dir), LocalOptions(), chat=True), request)["0"]
     assert chat.error is None
     assert chat.usage.input_tokens > plain.usage.input_tokens
 
 
 def test_chat_without_a_template_fails_in_one_line(gpt2_dir: Path) -> None:
     with pytest.raises(HarnessError, match="has no chat template"):
-        HFBackend(str(gpt2_dir), LocalOptions(chat=True)).load()
+        HFBackend(str(gpt2_dir), LocalOptions(), chat=True).load()
 
 
 def test_dtype_is_applied_to_the_weights(gpt2_dir: Path) -> None:
@@ -118,7 +118,7 @@ def test_dtype_is_applied_to_the_weights(gpt2_dir: Path) -> None:
 
 
 def test_describe_names_what_decides_the_answers(gpt2_dir: Path) -> None:
-    d = HFBackend(str(gpt2_dir), LocalOptions(dtype="float32", chat=False, batch_size=3)).describe()
+    d = HFBackend(str(gpt2_dir), LocalOptions(dtype="float32", batch_size=3), chat=False).describe()
     assert d["model"] == str(gpt2_dir) and d["dtype"] == "float32" and d["chat_template"] is False
     assert "greedy" in str(d["decoding"])
     assert "batch_size" not in d  # a throughput knob: changing it must not invalidate cached answers

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
-from harness.calling.backends import BUILDERS, make_backend, output_budget
+from harness.calling.backends import BACKENDS, make_backend, output_budget
 from harness.calling.backends.base import LocalBackend, RemoteBackend
 from harness.calling.backends.openai import OpenAIBackend
 from harness.config.settings import ApiOptions, RunConfig
@@ -29,7 +29,7 @@ def test_each_built_backend_is_exactly_one_kind(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    built = make_backend(RunConfig(model=model, backend=backend), (1.0, 5.0))
+    built = make_backend(RunConfig(model=model, backend=backend))
     assert isinstance(built, kind)
     assert isinstance(built, LocalBackend) != isinstance(built, RemoteBackend)
     if isinstance(built, RemoteBackend):
@@ -72,6 +72,6 @@ def test_the_dry_run_asks_the_backends_own_output_budget(model: str, reasoning: 
 
 
 def test_every_wired_module_builds_its_backend_and_nothing_else_is_wired() -> None:
-    assert list(BUILDERS) == ["offline", "openai", "anthropic", "vllm", "hf"]
+    assert [n for n, d in BACKENDS.items() if d.module] == ["offline", "openai", "anthropic", "vllm", "hf"]
     with pytest.raises(HarnessError, match="unknown backend 'sentence-transformers'"):
-        make_backend(RunConfig(model="m", backend="sentence-transformers"), (1.0, 5.0))
+        make_backend(RunConfig(model="m", backend="sentence-transformers"))

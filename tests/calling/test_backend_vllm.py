@@ -64,9 +64,11 @@ class RefusingLLM(StandInLLM):
         raise ValueError("The decoder prompt (length 9000) is longer than the maximum model length of 4096.\nmore")
 
 
-def backend(options: LocalOptions | None = None, seed: int = 0, llm: type[StandInLLM] = StandInLLM) -> VllmBackend:
+def backend(
+    options: LocalOptions | None = None, seed: int = 0, llm: type[StandInLLM] = StandInLLM, chat: bool = False
+) -> VllmBackend:
     return VllmBackend(
-        "org/model", options or LocalOptions(), seed=seed, llm_factory=llm, sampling_params=StandInParams
+        "org/model", options or LocalOptions(), seed=seed, llm_factory=llm, sampling_params=StandInParams, chat=chat
     )
 
 
@@ -110,7 +112,7 @@ def test_outputs_map_back_to_request_ids_with_usage() -> None:
 
 
 def test_chat_sends_one_user_message_per_request() -> None:
-    b = backend(LocalOptions(chat=True))
+    b = backend(chat=True)
     complete(b, REQUESTS[:2])
     kind, conversations, _, _ = b.engine().calls[0]
     assert kind == "chat"
@@ -147,7 +149,7 @@ def test_refused_prompt_fails_in_one_line() -> None:
 
 
 def test_describe_names_seed_dtype_and_chat_but_not_throughput_knobs() -> None:
-    d = backend(LocalOptions(dtype="float16", chat=True, tensor_parallel=4), seed=5).describe()
+    d = backend(LocalOptions(dtype="float16", tensor_parallel=4), seed=5, chat=True).describe()
     assert (d["model"], d["dtype"], d["chat_template"], d["seed"]) == ("org/model", "float16", True, 5)
     assert "tensor_parallel" not in d and "gpu_memory_utilization" not in d
 

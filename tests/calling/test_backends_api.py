@@ -183,13 +183,13 @@ def test_several_base_urls_share_the_load() -> None:
 def test_missing_key_is_one_line_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(HarnessError, match=r"^ANTHROPIC_API_KEY is not set"):
-        make_backend(RunConfig(model="claude-sonnet-4-6"), (1.0, 5.0))
+        make_backend(RunConfig(model="claude-sonnet-4-6"))
 
 
 def test_own_server_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     config = RunConfig(model="my-model", backend="openai", api=ApiOptions(base_urls=("http://127.0.0.1:9/v1",)))
-    backend = make_backend(config, (1.0, 5.0))
+    backend = make_backend(config)
     assert backend.describe()["base_urls"] == ["http://127.0.0.1:9/v1/"]
 
 

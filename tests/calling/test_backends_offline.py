@@ -41,8 +41,9 @@ def test_random_never_answers_with_a_number() -> None:
 
 
 def test_offline_models_need_no_key() -> None:
-    backend = make_backend(RunConfig(model="overlap", dataset="stsb"), (0.0, 5.0))
+    backend = make_backend(RunConfig(model="overlap", dataset="stsb"))
     assert backend.name == "offline" and "not a language model" in str(backend.describe())
+    assert backend.describe()["label_range"] == [0.0, 5.0]  # STS-B's range, from the run's dataset
 
 
 # Pieces of prompts, keys whole and broken, and whitespace the regex's \s knows (Unicode spaces, separators).

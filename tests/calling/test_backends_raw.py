@@ -16,8 +16,8 @@ from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.cache_keys import request_key
 from harness.cli.main import main
 from harness.config.settings import ApiOptions, RunConfig
-from harness.config.validate import validate
 from harness.types import HarnessError, Request
+from harness.variants.validate import validate_run
 from tests.fake_server import FakeServer, default_answer
 
 REQ = Request("0", "Sentence 1: a cat.\nSentence 2: a dog.\nOutput:", max_tokens=7)
@@ -106,7 +106,7 @@ def test_defaults_hosted_models_chat_servers_raw(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-x")
-    built = make_backend(RunConfig(model=model, backend=backend, api=ApiOptions(base_urls=base_urls)), (1.0, 5.0))
+    built = make_backend(RunConfig(model=model, backend=backend, api=ApiOptions(base_urls=base_urls)))
     assert built.describe()["chat"] is chat
 
 
@@ -137,7 +137,7 @@ def test_stop_and_max_tokens_are_sent_and_recorded(tmp_path: Path) -> None:
 def test_stop_is_refused_where_it_would_not_be_sent() -> None:
     config = RunConfig(model="tiny", backend="hf", stop=("\n",))
     with pytest.raises(HarnessError, match="--stop: the hf backend does not send stop sequences"):
-        validate(config)  # runs before any backend is built, in real and dry runs alike
+        validate_run(config)  # runs before any backend is built, in real and dry runs alike
 
 
 def test_a_model_the_server_does_not_list_fails_in_one_line_naming_what_it_serves(

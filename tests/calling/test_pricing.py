@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from harness.calling.backends.offline import OverlapScorer
@@ -9,6 +11,7 @@ from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.pricing import Price, price_for, price_of, usage
 from harness.config.settings import ApiOptions, RunConfig
 from harness.types import Completion, HarnessError, Usage
+from harness.variants.validate import validate_run
 
 PRICE = Price("test-model", 1.0, 2.0, "test table")  # $1 / $2 per million input / output tokens
 ANSWERS = {
@@ -50,8 +53,12 @@ def test_local_backends_have_no_price_and_api_backends_the_tables() -> None:
 
 
 def test_max_cost_needs_a_price_before_any_work() -> None:
+    """Checked once, with the run's settings (dry runs too); price_of only looks the price up."""
     unknown = RunConfig(model="my-own-model", api=ApiOptions(max_cost=1.0, base_urls=("http://127.0.0.1:9/v1",)))
     remote = OpenAIBackend("my-own-model", "sk-test-0123456789", ["http://127.0.0.1:9/v1"])
-    with pytest.raises(HarnessError, match="--max-cost needs a price for 'my-own-model'"):
-        price_of(unknown, remote)
+    for config in (unknown, dataclasses.replace(unknown, dry_run=True)):
+        with pytest.raises(HarnessError, match="--max-cost needs a price for 'my-own-model'"):
+            validate_run(config)
+    assert price_of(unknown, remote) is None
     assert price_of(RunConfig(model="my-own-model"), remote) is None  # no limit: an unknown price is reported
+    validate_run(dataclasses.replace(unknown, model="gpt-4o-mini"))  # a model the table prices passes

@@ -52,7 +52,7 @@ def in_process(folder: Path) -> Any:
 
 
 def hf_answers(backend: Any, prompts: Sequence[str], chat: bool) -> list[Completion]:
-    backend.options = LocalOptions(batch_size=1, chat=chat)
+    backend.chat = chat
 
     async def collect() -> dict[str, Completion]:
         return {c.request_id: c async for c in backend.complete([Request(str(i), p) for i, p in enumerate(prompts)])}

@@ -79,10 +79,12 @@ def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
 def test_chat_is_three_way_and_local_backends_keep_reading_it(
     flag: list[str], chat: bool | None, local_chat: bool
 ) -> None:
+    """One flag (RunConfig.chat): the local engines' chat template follows it, raw text when not given."""
+    from harness.calling.backends import chat_mode
     from harness.cli.configs import config_from_args
 
-    config = config_from_args(run_parser().parse_args(["--model", "x", *flag]))
-    assert config.chat is chat and config.local.chat is local_chat
+    config = config_from_args(run_parser().parse_args(["--model", "x", "--backend", "hf", *flag]))
+    assert config.chat is chat and chat_mode(config) is local_chat
 
 
 def test_decoding_flags_reach_the_run_config() -> None:

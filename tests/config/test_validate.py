@@ -1,4 +1,5 @@
-"""Every check of a RunConfig, in one place: the same for real runs, dry runs and sweep cells."""
+"""Every check of a RunConfig (variants/validate.py `validate_run`, which runs config/validate.py's value checks
+first): the same for real runs, dry runs and sweep cells."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from typing import Any
 import pytest
 
 from harness.config.settings import ApiOptions, LocalOptions, RunConfig
-from harness.config.validate import check_run_id, scoring_backend, validate
+from harness.config.validate import check_run_id
 from harness.types import HarnessError
+from harness.variants.validate import scoring_backend, validate_run
 
 BASE = RunConfig(model="overlap", dataset="stsb")
 
@@ -33,18 +35,18 @@ FLOATS = [
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), -1.0])
 def test_every_float_option_refuses_nan_inf_and_negatives(field: str, flag: str, value: float) -> None:
     with pytest.raises(HarnessError, match=f"^{flag} must be"):
-        validate(_with(**{field: value}))
+        validate_run(_with(**{field: value}))
 
 
 def test_float_options_accept_their_ranges() -> None:
-    validate(_with(api_timeout=0.5, api_max_cost=0.0, local_gpu_memory_utilization=1.0))
+    validate_run(_with(api_timeout=0.5, api_max_cost=0.0, local_gpu_memory_utilization=1.0))
     for bad in (
         _with(api_timeout=0.0),
         _with(local_gpu_memory_utilization=0.0),
         _with(local_gpu_memory_utilization=1.5),
     ):
         with pytest.raises(HarnessError):
-            validate(bad)
+            validate_run(bad)
 
 
 @pytest.mark.parametrize(
@@ -66,7 +68,7 @@ def test_float_options_accept_their_ranges() -> None:
 )
 def test_every_count_has_a_floor(field: str, value: int, message: str) -> None:
     with pytest.raises(HarnessError, match=message):
-        validate(_with(**{field: value}))
+        validate_run(_with(**{field: value}))
 
 
 @pytest.mark.parametrize("run_id", ["../../x", "a/b", "a\\b", "..", ".", ".hidden", "", " ", "x\0y"])
@@ -92,7 +94,7 @@ def test_plain_run_ids_pass() -> None:
 )
 def test_choices_and_options_not_yet_available_are_refused(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(HarnessError, match=message):
-        validate(_with(**changes))
+        validate_run(_with(**changes))
 
 
 @pytest.mark.parametrize(
@@ -106,18 +108,18 @@ def test_choices_and_options_not_yet_available_are_refused(changes: dict[str, An
 )
 def test_decoding_options_a_backend_cannot_honour_are_refused(changes: dict[str, Any], message: str) -> None:
     with pytest.raises(HarnessError, match=message):
-        validate(_with(**changes))
+        validate_run(_with(**changes))
 
 
 def test_chat_on_a_chat_api_and_anything_on_an_offline_baseline_pass() -> None:
-    validate(_with(model="gpt-4o", chat=True))
-    validate(_with(chat=False, stop=("\n",)))  # baselines read the prompt as text; nothing is generated
+    validate_run(_with(model="gpt-4o", chat=True))
+    validate_run(_with(chat=False, stop=("\n",)))  # baselines read the prompt as text; nothing is generated
 
 
 def test_raw_prompts_to_a_server_and_stop_sequences_on_api_backends_pass() -> None:
-    validate(_with(model="m", chat=False, api_base_urls=("http://127.0.0.1:9/v1",)))  # /v1/completions
-    validate(_with(model="gpt-4o", stop=("\n",)))
-    validate(_with(model="claude-sonnet-4-6", stop=("\n", "Sentence")))
+    validate_run(_with(model="m", chat=False, api_base_urls=("http://127.0.0.1:9/v1",)))  # /v1/completions
+    validate_run(_with(model="gpt-4o", stop=("\n",)))
+    validate_run(_with(model="claude-sonnet-4-6", stop=("\n", "Sentence")))
 
 
 @pytest.mark.parametrize(
@@ -135,10 +137,10 @@ def test_raw_prompts_to_a_server_and_stop_sequences_on_api_backends_pass() -> No
 def test_backend_and_model_are_checked_without_building_anything(changes: dict[str, Any], message: str | None) -> None:
     config = _with(**changes)
     if message is None:
-        validate(config)
+        validate_run(config)
         return
     with pytest.raises(HarnessError, match=message):
-        validate(config)
+        validate_run(config)
 
 
 def test_base_url_with_an_unknown_name_means_the_openai_compatible_backend() -> None:
@@ -149,6 +151,6 @@ def test_base_url_with_an_unknown_name_means_the_openai_compatible_backend() -> 
 def test_named_input_files_must_be_regular_files(tmp_path: Path) -> None:
     for field, what in (("answers", "answers file"), ("password_file", "password file"), ("archive", "C-STS archive")):
         with pytest.raises(HarnessError, match=f"{what} .* does not exist"):
-            validate(_with(**{field: tmp_path / "absent"}, variant="qa", dataset="csts", model="gpt-4o"))
+            validate_run(_with(**{field: tmp_path / "absent"}, variant="qa", dataset="csts", model="gpt-4o"))
     with pytest.raises(HarnessError, match="price table .* is a directory"):
-        validate(_with(api_prices=tmp_path))
+        validate_run(_with(api_prices=tmp_path))

@@ -53,7 +53,7 @@ def _fake_run(
         "config_hash": name,
         **extra,
     }
-    return write_run(results, name, config, samples, {})
+    return write_run(results, name, config, samples, {}).run_dir
 
 
 def test_report_numbers_equal_those_recomputed_from_samples(tmp_path: Path) -> None:

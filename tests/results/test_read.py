@@ -23,7 +23,7 @@ def scored(i: int, **kw: object) -> Scored:
 
 def run_folder(results: Path, name: str, config: dict | None = None, metrics: dict | None = None) -> Path:
     samples = [scored(0, reason="number"), scored(1, output="x", parsed=None, valid=False, prediction=4.2)]
-    return write_run(results, name, config or CONFIG, samples, {"n": 2} if metrics is None else metrics)
+    return write_run(results, name, config or CONFIG, samples, {"n": 2} if metrics is None else metrics).run_dir
 
 
 def test_a_run_reads_back_with_its_paper_coordinates(tmp_path: Path) -> None:

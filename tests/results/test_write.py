@@ -37,7 +37,8 @@ def test_run_id_is_readable_sortable_and_a_plain_folder_name() -> None:
 
 def test_a_run_folder_holds_every_file_and_samples_read_back_as_written(tmp_path: Path) -> None:
     samples = [scored(0), scored(1, output=None, parsed=None, valid=False, prediction=None, error="timeout")]
-    run_dir = write_run(tmp_path, "r1", CONFIG, samples, {"n": 2}, {"0": 3.0}, {"answers.jsonl": "{}\n"})
+    run_dir, records = write_run(tmp_path, "r1", CONFIG, samples, {"n": 2}, {"0": 3.0}, {"answers.jsonl": "{}\n"})
+    assert list(records) == [sample_record(s) for s in samples]  # what samples.jsonl holds, returned
     assert run_dir == tmp_path / "r1"
     assert sorted(p.name for p in run_dir.iterdir()) == [
         "answers.jsonl", "config.json", "manifest.json", "metrics.json", "samples.jsonl", "test_predictions.json"
@@ -50,14 +51,14 @@ def test_a_run_folder_holds_every_file_and_samples_read_back_as_written(tmp_path
 
 
 def test_samples_jsonl_lines_are_json_dumps_of_the_records_in_field_order(tmp_path: Path) -> None:
-    """write_run calls json's C encoder itself and copies the instance dict: the bytes json.dumps would write,
-    keys in Scored's field order (the layout of every samples.jsonl)."""
+    """write_run copies the instance dict (sample_record): json.dumps's bytes, keys in Scored's field order (the
+    layout of every samples.jsonl)."""
     samples = [
         scored(0, prompt='é \u2028 " \\ \n</script>', usage={"input_tokens": 3, "output_tokens": 1}),
         scored(1, output=None, parsed=float("nan"), valid=False, prediction=None, error="timeout"),
         scored(2, expected=2.5, expected_mass=0.9, label=None),
     ]
-    run_dir = write_run(tmp_path, "r1", CONFIG, samples, None)
+    run_dir = write_run(tmp_path, "r1", CONFIG, samples, None).run_dir
     lines = (run_dir / "samples.jsonl").read_text(encoding="utf-8").split("\n")[:-1]  # not splitlines: U+2028
     assert lines == [json.dumps(sample_record(s), ensure_ascii=False) for s in samples]
     fields = [f.name for f in dataclasses.fields(Scored)]

@@ -1,13 +1,15 @@
-"""Explicit wiring from a model name to a backend: one dict, one function, no registries.
+"""Explicit wiring from a model name to a backend: one table that describes every backend, no registries.
 
 Adding a provider: one module in this folder (a LocalBackend or RemoteBackend of base.py, and a
-`from_config(config, label_range)` that builds it) and one line in BUILDERS below."""
+`from_config(config)` that builds it) and one line in BACKENDS below. Validation (harness/calling/validate.py,
+harness/variants/validate.py), pricing, --batch and provenance read the line; nothing else names a backend."""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from typing import Protocol, cast
+from dataclasses import dataclass
+from typing import Literal, Protocol, cast
 
 from harness.calling.backends.base import Backend, api_key
 from harness.calling.backends.local_models import KNOWN_MODELS
@@ -15,38 +17,102 @@ from harness.calling.backends.offline import OFFLINE_MODELS
 from harness.config.settings import SCORINGS, RunConfig
 from harness.types import HarnessError, Request
 
-# One line per provider: its --backend name -> the module that builds it, imported only when used (an SDK or
-# an engine loads with it). vllm, hf: --model a hub id or local path, never implied by a name.
-BUILDERS = {
-    "offline": "harness.calling.backends.offline",
-    "openai": "harness.calling.backends.openai",
-    "anthropic": "harness.calling.backends.anthropic",
-    "vllm": "harness.calling.backends.vllm",
-    "hf": "harness.calling.backends.hf",
+
+@dataclass(frozen=True)
+class Description:
+    """What the rest of the harness knows of one backend, checked and priced without building it."""
+
+    module: str | None  # builds it (`from_config(config)`), imported only when used; None: embeddings only
+    # api: a priced remote API (--max-cost, an API key, retries); engine: a language model run here; baseline:
+    # an offline scorer, not a language model (no template, no stop sequences, no answers); embedder: embeds only
+    kind: Literal["api", "engine", "baseline", "embedder"]
+    # How a prompt goes out. only: one chat message, always (--no-chat refused); openai: chat at the provider
+    # and for OpenAI's model names, raw text to other models on --base-url servers; template: raw text unless
+    # --chat applies the model's chat template; none: the prompt is read as text, nothing to choose.
+    chat: Literal["only", "openai", "template", "none"] = "none"
+    stop: bool = False  # sends --stop sequences
+    logprobs: bool = False  # gives the first output token's top log-probabilities (--scoring expected)
+    embeds: bool = False  # can embed the qa-embed variant's answers
+    key_env: str | None = None  # the environment variable holding its API key
+    batch: str | None = None  # "module:Class" of its batch endpoint (--batch); None: runs one by one
+    packages: tuple[str, ...] = ()  # installed packages whose versions can change its answers (config.json)
+    models: tuple[str, ...] = ()  # model names that imply it (a baseline has no others)
+    prefixes: tuple[str, ...] = ()  # model-name prefixes that imply it
+
+    @property
+    def remote(self) -> bool:
+        """An API: priced per token by the model's entry in the price table (harness/calling/pricing.py)."""
+        return self.kind == "api"
+
+
+# One entry per backend: its --backend name -> its description. vllm, hf, sentence-transformers: --model a hub id
+# or a local path.
+BACKENDS: dict[str, Description] = {
+    "offline": Description("harness.calling.backends.offline", "baseline", models=OFFLINE_MODELS),
+    "openai": Description(
+        "harness.calling.backends.openai",
+        "api",
+        chat="openai",
+        stop=True,
+        embeds=True,
+        key_env="OPENAI_API_KEY",
+        batch="harness.calling.batch.openai:OpenAIBatches",
+        packages=("openai",),
+        prefixes=("gpt-", "o1", "o3", "o4", "chatgpt", "text-"),
+    ),
+    "anthropic": Description(
+        "harness.calling.backends.anthropic",
+        "api",
+        chat="only",
+        stop=True,
+        key_env="ANTHROPIC_API_KEY",
+        batch="harness.calling.batch.anthropic:AnthropicBatches",
+        packages=("anthropic",),
+        prefixes=("claude",),
+    ),
+    "vllm": Description(
+        "harness.calling.backends.vllm",
+        "engine",
+        chat="template",
+        logprobs=True,
+        packages=("vllm", "transformers", "torch"),
+    ),
+    "hf": Description(
+        "harness.calling.backends.hf",
+        "engine",
+        chat="template",
+        logprobs=True,
+        embeds=True,
+        packages=("transformers", "torch"),
+        models=tuple(KNOWN_MODELS),  # weights shipped in a package
+    ),
+    "sentence-transformers": Description(None, "embedder", embeds=True, packages=("sentence-transformers", "torch")),
 }
-BACKENDS = (*BUILDERS, "sentence-transformers")  # sentence-transformers: qa-embed's embeddings only
 
 
 class _Builder(Protocol):
-    """What each module named in BUILDERS offers."""
+    """What each module named in BACKENDS offers."""
 
-    def from_config(self, config: RunConfig, label_range: tuple[float, float]) -> Backend: ...
+    def from_config(self, config: RunConfig) -> Backend: ...
 
 
-# Backends that return the first output position's log-probabilities for --scoring expected.
-EXPECTED_SCORING_BACKENDS = ("hf", "vllm")
+def described(name: str) -> Description:
+    """The backend's line of BACKENDS; an unknown name fails in one line."""
+    if name not in BACKENDS:
+        raise HarnessError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
+    return BACKENDS[name]
 
 
 def backend_for(model: str, base_urls: Sequence[str] = ()) -> str:
     """The backend a model name implies; --backend overrides it. With --base-url, a name that implies
     nothing means the OpenAI-compatible server at that URL (that is what a user means)."""
-    if model in OFFLINE_MODELS:
-        return "offline"
-    if model in KNOWN_MODELS:  # weights shipped in a Python package (harness/calling/backends/local_models.py)
-        return "hf"
-    if model.startswith("claude"):
-        return "anthropic"
-    if model.startswith(("gpt-", "o1", "o3", "o4", "chatgpt", "text-")) or base_urls:
+    for name, d in BACKENDS.items():
+        if model in d.models:
+            return name
+    for name, d in BACKENDS.items():
+        if d.prefixes and model.startswith(d.prefixes):
+            return name
+    if base_urls:
         return "openai"
     raise HarnessError(
         f"unknown model {model!r}: pass --backend ({', '.join(BACKENDS)}) to say how to reach it, "
@@ -66,14 +132,18 @@ def chat_mode(config: RunConfig) -> bool:
     if config.chat is not None:
         return config.chat
     try:
-        name = backend_name(config)
+        d = BACKENDS.get(backend_name(config))
     except HarnessError:
         return False
-    if name == "openai":
-        from harness.calling.backends.openai_names import default_chat  # not .openai: no SDK for a name rule
+    match d.chat if d else "none":
+        case "only":
+            return True
+        case "openai":
+            from harness.calling.backends.openai_names import default_chat  # not .openai: no SDK for a name rule
 
-        return default_chat(config.model, config.api.base_urls)
-    return name == "anthropic"
+            return default_chat(config.model, config.api.base_urls)
+        case _:
+            return False
 
 
 def output_budget(config: RunConfig, request: Request) -> int:
@@ -100,23 +170,32 @@ def check_scoring(config: RunConfig) -> None:
     if config.scoring != "expected":
         return
     name = backend_name(config)
-    if name not in EXPECTED_SCORING_BACKENDS:
+    if name not in BACKENDS or not BACKENDS[name].logprobs:
+        giving = sorted(n for n, d in BACKENDS.items() if d.logprobs)
         raise HarnessError(
             f"--scoring expected needs the first output token's log-probabilities, which the {name} backend "
-            f"does not give; use one of: {', '.join(EXPECTED_SCORING_BACKENDS)}"
+            f"does not give; use one of: {', '.join(giving)}"
         )
     if config.variant != "sentences":
         raise HarnessError("--scoring expected scores the sentence prompt: use --variant sentences")
 
 
-def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend:
+def make_backend(config: RunConfig) -> Backend:
     """Build the run's backend; fails in one line before any work when it cannot be used."""
     check_scoring(config)
     name = backend_name(config)
-    if name not in BUILDERS:
+    module = BACKENDS[name].module if name in BACKENDS else None
+    if module is None:  # sentence-transformers embeds only (make_embedding_backend)
         raise HarnessError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
-    builder = cast(_Builder, importlib.import_module(BUILDERS[name]))
-    return builder.from_config(config, label_range)
+    builder = cast(_Builder, importlib.import_module(module))
+    return builder.from_config(config)
+
+
+def backend_key(name: str, base_urls: Sequence[str]) -> str:
+    """The API key of a remote backend (its `key_env` variable); a placeholder for a server of your own."""
+    variable = BACKENDS[name].key_env
+    assert variable is not None, f"backend {name} has no key_env in BACKENDS"
+    return api_key(variable, name, base_urls)
 
 
 def make_embedding_backend(config: RunConfig) -> Backend:
@@ -129,7 +208,7 @@ def make_embedding_backend(config: RunConfig) -> Backend:
 
             api = config.api
             return OpenAIEmbeddingBackend(
-                config.model, api_key("OPENAI_API_KEY", name, api.base_urls), api.base_urls, timeout=api.timeout
+                config.model, backend_key(name, api.base_urls), api.base_urls, timeout=api.timeout
             )
         case "sentence-transformers" | "hf":
             from harness.calling.backends.embeddings import SentenceTransformerBackend

@@ -19,12 +19,12 @@ from typing import Any
 import anthropic
 from anthropic import AsyncAnthropic
 
+from harness.calling.backends import backend_key
 from harness.calling.backends.base import (
     ClientPool,
     MalformedReply,
     RemoteBackend,
     RetryableError,
-    api_key,
     clean_reply,
     redact,
     status_error,
@@ -48,12 +48,12 @@ def http_client() -> anthropic.DefaultAioHttpClient | None:
         return None
 
 
-def from_config(config: RunConfig, label_range: tuple[float, float]) -> AnthropicBackend:
+def from_config(config: RunConfig) -> AnthropicBackend:
     """The run's model at Anthropic or at --base-url."""
     api = config.api
     return AnthropicBackend(
         config.model,
-        api_key("ANTHROPIC_API_KEY", "anthropic", api.base_urls),
+        backend_key("anthropic", api.base_urls),
         api.base_urls,
         timeout=api.timeout,
         greedy=api.anthropic_greedy,

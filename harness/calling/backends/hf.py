@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.calling.backends import local_models
+from harness.calling.backends import chat_mode, local_models
 from harness.calling.backends.base import LocalBackend
 from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.expected import score_token_value
@@ -56,9 +56,9 @@ class _Loaded:
     score_tokens: dict[int, str]  # token id -> the integer it stands for ("4", " 4", "▁4" -> "4"); expected only
 
 
-def from_config(config: RunConfig, label_range: tuple[float, float]) -> HFBackend:
+def from_config(config: RunConfig) -> HFBackend:
     """The run's model: --model a hub id, local path or packaged name, --scoring expected."""
-    return HFBackend(config.model, config.local, expected=config.scoring == "expected")
+    return HFBackend(config.model, config.local, expected=config.scoring == "expected", chat=chat_mode(config))
 
 
 class HFBackend(LocalBackend):
@@ -66,10 +66,11 @@ class HFBackend(LocalBackend):
 
     name = "hf"
 
-    def __init__(self, model: str, options: LocalOptions, expected: bool = False) -> None:
+    def __init__(self, model: str, options: LocalOptions, expected: bool = False, chat: bool = False) -> None:
         self.model = model
         self.options = options
         self.expected = expected
+        self.chat = chat  # --chat: apply the model's chat template (off: raw text, as the paper sent)
         self.torch, self.transformers = require_hf()
         # A packaged model (smollm2-135m): checked now (package installed?), converted on first load.
         self._packaged = local_models.weights_identity(model) if local_models.is_known(model) else None
@@ -84,7 +85,7 @@ class HFBackend(LocalBackend):
             "engine": "transformers",
             "model": self.model,
             "dtype": self.options.dtype,
-            "chat_template": self.options.chat,
+            "chat_template": self.chat,
             # max_tokens and temperature travel in each Request; greedy is the only decoding here.
             "decoding": "greedy (do_sample=False, num_beams=1), the rest from the model's generation_config",
             "special_tokens": "tokenizer default (T5: </s> appended; GPT-2: none)",
@@ -110,7 +111,7 @@ class HFBackend(LocalBackend):
             encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
             # Deshpande et al. reference code: left padding for GPT-style models, right for T5.
             tokenizer = tf.AutoTokenizer.from_pretrained(source, padding_side="right" if encoder_decoder else "left")
-            if self.options.chat and not getattr(tokenizer, "chat_template", None):
+            if self.chat and not getattr(tokenizer, "chat_template", None):
                 raise HarnessError(f"--chat: the tokenizer of {self.model!r} has no chat template")
             cls = tf.AutoModelForSeq2SeqLM if encoder_decoder else tf.AutoModelForCausalLM
             kwargs: dict[str, Any] = {"dtype": _torch_dtype(torch, self.options.dtype)}
@@ -142,7 +143,7 @@ class HFBackend(LocalBackend):
     def tokenize(self, requests: Sequence[Request]) -> list[_Item]:
         """Token ids of each prompt: raw text as the paper sent it, or wrapped in the chat template."""
         tok = self.load().tokenizer
-        if self.options.chat:
+        if self.chat:
             conversations = [[{"role": "user", "content": r.prompt}] for r in requests]
             texts = [tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
             ids = tok(texts, add_special_tokens=False)["input_ids"]  # the template already holds them

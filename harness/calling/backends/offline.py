@@ -83,12 +83,14 @@ def overlap_score(s1: str, s2: str, label_range: tuple[float, float]) -> str:
     return f"{lo + (hi - lo) * jaccard:.2f}"
 
 
-def from_config(config: RunConfig, label_range: tuple[float, float]) -> LocalBackend:
-    """The offline baseline --model names."""
+def from_config(config: RunConfig) -> LocalBackend:
+    """The offline baseline --model names; overlap maps onto the dataset's label range."""
     if config.model == "random":
         return RandomScorer()
     if config.model == "overlap":
-        return OverlapScorer(label_range=label_range)
+        from harness.datasets.load import LABEL_RANGES  # here: the data's decryption stays out of `--help`
+
+        return OverlapScorer(label_range=LABEL_RANGES[config.dataset])
     raise HarnessError(f"offline backend has no model {config.model!r}; choose from {', '.join(OFFLINE_MODELS)}")
 
 

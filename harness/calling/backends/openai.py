@@ -19,11 +19,11 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
+from harness.calling.backends import backend_key
 from harness.calling.backends.base import (
     ClientPool,
     MalformedReply,
     RemoteBackend,
-    api_key,
     clean_reply,
     usage_count,
 )
@@ -50,12 +50,12 @@ def http_client() -> openai.DefaultAioHttpClient | None:
         return None
 
 
-def from_config(config: RunConfig, label_range: tuple[float, float]) -> OpenAIBackend:
+def from_config(config: RunConfig) -> OpenAIBackend:
     """The run's model at OpenAI or at --base-url (whose model list, where it has one, must name it)."""
     api = config.api
     backend = OpenAIBackend(
         config.model,
-        api_key("OPENAI_API_KEY", "openai", api.base_urls),
+        backend_key("openai", api.base_urls),
         api.base_urls,
         timeout=api.timeout,
         reasoning=api.reasoning,

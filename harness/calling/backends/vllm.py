@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from harness.calling.backends import chat_mode
 from harness.calling.backends.base import LocalBackend
 from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.expected import collect_score_probs
@@ -21,9 +22,10 @@ INSTALL_HINT = 'pip install -e ".[vllm]"'
 SCORE_LOGPROBS = 20
 
 
-def from_config(config: RunConfig, label_range: tuple[float, float]) -> VllmBackend:
+def from_config(config: RunConfig) -> VllmBackend:
     """The run's engine: --model a hub id or local path, --seed, --scoring expected."""
-    return VllmBackend(config.model, config.local, seed=config.seed, expected=config.scoring == "expected")
+    expected = config.scoring == "expected"
+    return VllmBackend(config.model, config.local, seed=config.seed, expected=expected, chat=chat_mode(config))
 
 
 class VllmBackend(LocalBackend):
@@ -43,6 +45,7 @@ class VllmBackend(LocalBackend):
         llm_factory: Callable[..., Any] | None = None,
         sampling_params: Callable[..., Any] | None = None,
         expected: bool = False,
+        chat: bool = False,
     ) -> None:
         if llm_factory is None or sampling_params is None:
             try:
@@ -55,6 +58,7 @@ class VllmBackend(LocalBackend):
         self.options = options
         self.seed = seed
         self.expected = expected
+        self.chat = chat  # --chat: apply the model's chat template (off: raw text, as the paper sent)
         self._llm_factory = llm_factory
         self._sampling_params = sampling_params
         self._llm: Any = None
@@ -78,7 +82,7 @@ class VllmBackend(LocalBackend):
             "engine": "vllm offline LLM",
             "model": self.model,
             "dtype": self.options.dtype,
-            "chat_template": self.options.chat,
+            "chat_template": self.chat,
             "max_model_len": self.options.max_model_len,
             "seed": self.seed,
             # max_tokens and temperature travel in each Request and become its SamplingParams.
@@ -116,7 +120,7 @@ class VllmBackend(LocalBackend):
         params = self.sampling(requests)
         # Called on this thread, not a worker: vLLM sets up its processes and signal handling from the caller.
         try:
-            if self.options.chat:
+            if self.chat:
                 conversations = [[{"role": "user", "content": r.prompt}] for r in requests]
                 outputs = llm.chat(conversations, params, use_tqdm=True)
             else:

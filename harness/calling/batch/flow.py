@@ -14,12 +14,14 @@ harness/calling/batch/collect.py polls and collects.
 
 from __future__ import annotations
 
+import importlib
 import json
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from harness.calling.backends import BACKENDS
 from harness.calling.backends.base import RemoteBackend
 from harness.calling.batch.base import Provider
 from harness.calling.batch.collect import wait
@@ -37,18 +39,14 @@ from harness.types import HarnessError, Request
 
 
 def provider_for(backend: RemoteBackend) -> Provider | None:
-    """The batch endpoint of a backend: an explicit match on its name (embeddings and local models have none)."""
-    match backend.name:
-        case "openai":
-            from harness.calling.batch.openai import OpenAIBatches
-
-            return OpenAIBatches(backend)  # type: ignore[arg-type]  # the name is the class's
-        case "anthropic":
-            from harness.calling.batch.anthropic import AnthropicBatches
-
-            return AnthropicBatches(backend)  # type: ignore[arg-type]  # the name is the class's
-        case _:
-            return None
+    """The batch endpoint of a backend: its `batch` in BACKENDS, imported when used (embeddings and local models
+    have none; a backend's name is its class's, so the provider gets the backend it was written for)."""
+    d = BACKENDS.get(backend.name)
+    if d is None or d.batch is None:
+        return None
+    module, cls = d.batch.split(":")
+    provider: Callable[[RemoteBackend], Provider] = getattr(importlib.import_module(module), cls)
+    return provider(backend)
 
 
 @dataclass(frozen=True)

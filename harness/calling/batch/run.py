@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.calling.backends import BACKENDS
 from harness.calling.backends.base import Backend, RemoteBackend
 from harness.calling.batch import BatchesPending
 from harness.calling.batch.flow import Job, Session, provider_for
@@ -34,7 +35,8 @@ def batchable(backend: Backend) -> bool:
     offline baselines, embeddings) run as usual, so a sweep may mix them."""
     if isinstance(backend, RemoteBackend) and provider_for(backend) is not None:
         return True
-    print(f"note: --batch covers the openai and anthropic backends; {backend.name} runs as usual", file=sys.stderr)
+    covered = " and ".join(n for n, d in BACKENDS.items() if d.batch)
+    print(f"note: --batch covers the {covered} backends; {backend.name} runs as usual", file=sys.stderr)
     return False
 
 

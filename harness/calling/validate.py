@@ -1,0 +1,39 @@
+"""The calling step's checks of a run's settings, made without building a backend (no key, no engine, nothing
+sent): each model's backend can be reached and honours the options given, and --max-cost has a price.
+
+What only sending needs (an API key in the environment, an installed engine) is checked when the backend is
+built, so a dry run can price a run on a machine that will not send it. The order of all checks is
+harness/variants/validate.py's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.calling.backends import BACKENDS, Description, described
+from harness.calling.pricing import price_for
+from harness.config.settings import RunConfig
+from harness.types import HarnessError
+
+LOCAL_PATH = ("/", "./", "../", "~")  # a --model that names a directory rather than a hub id
+
+
+def check_model(config: RunConfig, model: str, name: str, generates: bool) -> None:
+    """One model of the run (the scorer, or the qa variants' answer model) on the backend `name`.
+    `generates`: it writes text from a prompt (the scorer of qa-embed embeds instead)."""
+    d = described(name)
+    local_path = d.kind in ("engine", "embedder") and model.startswith(LOCAL_PATH)
+    if local_path and not Path(model).expanduser().is_dir():
+        raise HarnessError(f"no model directory at {model} (pass a local directory or a hub id)")
+    if d.remote and config.api.max_cost is not None and price_for(model, config.api.prices) is None:
+        raise HarnessError(f"--max-cost needs a price for {model!r}: none in the package table; pass --prices FILE")
+    if generates and d.kind != "baseline":  # baselines read the prompt as text: no template, no stop sequences
+        check_decoding(config, name, d)
+
+
+def check_decoding(config: RunConfig, name: str, d: Description) -> None:
+    """--chat/--no-chat and --stop on a backend that generates text."""
+    if config.chat is False and (d.chat == "only" or (d.chat == "openai" and not config.api.base_urls)):
+        raise HarnessError(f"--no-chat: {name} models are chat-only (raw text goes to OpenAI-compatible servers)")
+    if config.stop and not d.stop:
+        sending = ", ".join(n for n, b in BACKENDS.items() if b.stop)
+        raise HarnessError(f"--stop: the {name} backend does not send stop sequences (only {sending} do)")

@@ -1,0 +1,50 @@
+"""Every check of a RunConfig, in one order, run once by every real run, dry run and sweep cell (runner.plan).
+
+A dry run therefore refuses exactly what a real run refuses, with the same message. Each layer checks what it
+knows: harness/config/validate.py the values themselves, harness/calling/validate.py each model's backend and
+options, and this module what a variant needs of them (an embedding model for qa-embed, an answer model that
+writes text, a readable --answers file). Templates and data are checked when they are read, also before any
+request; an API key and an installed engine when the backend is built (harness/calling/backends)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.calling.backends import backend_name, check_scoring, described
+from harness.calling.validate import check_model
+from harness.config.settings import RunConfig
+from harness.config.validate import validate
+from harness.types import HarnessError
+from harness.variants.answers import answer_config, check_answer_backend, read_answers
+
+
+def validate_run(config: RunConfig) -> None:
+    """Raise HarnessError (one line) for the first thing wrong with this configuration."""
+    validate(config)
+    if config.answers is not None:
+        read_answers(Path(config.answers))  # parsed now, so a dry run refuses a broken file as a real run does
+    # (model, backend, whether it generates text): the scorer, and the answer model of the qa variants
+    models = [(config.model, scoring_backend(config), config.variant != "qa-embed")]
+    if config.variant != "sentences" and config.answers is None:
+        models.append((answer_config(config).model, check_answer_backend(config), True))
+    check_scoring(config)  # --scoring expected needs log-probabilities
+    for model, name, generates in models:
+        check_model(config, model, name, generates)
+
+
+def scoring_backend(config: RunConfig) -> str:
+    """The name of the backend that scores (or embeds, for qa-embed), checked without building it."""
+    name = backend_name(config)
+    d = described(name)
+    if config.variant == "qa-embed":
+        if not d.embeds:
+            raise HarnessError(
+                f"--variant qa-embed needs an embedding model (OpenAI: text-embedding-3-small, ...; local: "
+                f"--backend sentence-transformers --model DIR), not a {name} model"
+            )
+        return name
+    if d.kind == "embedder":
+        raise HarnessError(f"--backend {name} only embeds text: use it with --variant qa-embed")
+    if d.kind == "baseline" and config.model not in d.models:
+        raise HarnessError(f"{name} backend has no model {config.model!r}; choose from {', '.join(d.models)}")
+    return name
