@@ -79,4 +79,3 @@ def check(run_dir: Path, samples: bytes, config: dict[str, Any]) -> Integrity:
         if hashlib.sha256(data).hexdigest() != record.get("sha256"):
             return Integrity(ALTERED, f"{name} changed since it was written", digest)
     return Integrity(VERIFIED, "", digest)
-

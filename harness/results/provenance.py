@@ -55,6 +55,7 @@ def endpoints(config: Mapping[str, Any]) -> list[str]:
     the backend recorded (what the SDK resolved), else those given in the settings; [] for the provider's API."""
     params = config.get("backend_params") or {}
     given = ((config.get("settings") or {}).get("api") or {}).get("base_urls") or []
-    urls = params.get("base_urls") if isinstance(params, dict) and params.get("base_urls") else given
+    recorded = params.get("base_urls") if isinstance(params, dict) else None
+    urls = recorded or given
     own = PROVIDER_URLS.get(str(config.get("backend")))
     return sorted({str(u) for u in urls if str(u).rstrip("/") != own})

@@ -34,9 +34,7 @@ def complete(model_dir: Path, requests: list[Request]) -> dict[str, Completion]:
     return {c.request_id: c for c in asyncio.run(collect())}
 
 
-def test_a_reply_that_uses_its_whole_budget_is_length_and_one_that_ends_is_stop(
-    gpt2_dir: Path, tmp_path: Path
-) -> None:
+def test_a_reply_that_uses_its_whole_budget_is_length_and_one_that_ends_is_stop(gpt2_dir: Path, tmp_path: Path) -> None:
     requests = [Request(str(i), f"Input: Sentence 1: a red fox{' runs' * i}. Output:", max_tokens=6) for i in range(4)]
     first = complete(gpt2_dir, requests)
     # An untrained model rambles: every reply runs to its 6 tokens and none says end-of-sequence.

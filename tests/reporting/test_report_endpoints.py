@@ -36,9 +36,7 @@ def test_a_full_run_through_another_endpoint_is_not_comparable_and_names_it(tmp_
     assert "| comparable |" not in report and "called http://127.0.0.1:8000/v1/" in report
 
 
-def test_a_real_run_records_the_base_url_the_comparability_check_reads(
-    tmp_path: Path, capsys: object
-) -> None:
+def test_a_real_run_records_the_base_url_the_comparability_check_reads(tmp_path: Path, capsys: object) -> None:
     """The real openai SDK against the local server: what config.json holds is what endpoints() finds."""
     with FakeServer() as server:
         argv = ["--model", "gpt-4", "--base-url", server.openai_url, "--dataset", "stsb", "--limit", "4"]

@@ -79,7 +79,7 @@ def test_an_unreadable_folder_is_skipped_with_one_warning_and_the_others_reporte
     shutil.copytree(written, results / "good")
     broken = Path(shutil.copytree(written, results / "broken"))
     (broken / "config.json").write_text("{not json")
-    out, err, runs = report([results], tmp_path / "rep", capsys)
+    _, err, runs = report([results], tmp_path / "rep", capsys)
     assert list(runs["run"]) == ["good"]
     (line,) = err.splitlines()
     assert line.startswith(f"warning: skipped: {broken} is not a readable run folder")
@@ -91,7 +91,7 @@ def test_copies_of_one_run_are_shown_once_with_a_note(
     results = tmp_path / "results"
     for i in range(12):
         shutil.copytree(written, results / f"copy{i:02d}")
-    out, err, runs = report([results], tmp_path / "rep", capsys)
+    _, err, runs = report([results], tmp_path / "rep", capsys)
     assert list(runs["run"]) == ["copy00"]
     md = (tmp_path / "rep" / "report.md").read_text()
     assert f"11 more folder(s) hold the same run as `{results / 'copy00'}`" in md and "and 8 more" in md

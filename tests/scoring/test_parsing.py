@@ -95,6 +95,9 @@ def test_echo_is_about_the_first_number_only() -> None:
     assert is_echo("Sentence 1: a") and is_echo("sentence 2 : x")
     assert not is_echo("4. Sentence 1: a")  # the score came first; the echo after it is not what was read
     assert not is_echo("no number at all")
+    # The key nearest the number decides: an answer cue after an earlier key does not excuse a later echo.
+    assert is_echo("Condition: x. Output: Condition: 3")
+    assert not is_echo("Condition: x. Question: y. Output: 3")
 
 
 STRICT_CASES = [

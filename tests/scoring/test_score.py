@@ -113,3 +113,12 @@ def test_expected_scoring_is_kept_beside_the_prediction() -> None:
     assert (out[2].expected, out[2].expected_mass) == (None, None)
     nothing = score(_prep(n=1), {"r0": Completion("r0", "4", score_probs={"9": 1.0})}, seed=0)
     assert (nothing[0].expected, nothing[0].expected_mass) == (None, None)
+
+
+def test_queries_and_requests_that_do_not_line_up_are_an_error_not_a_truncation() -> None:
+    import dataclasses
+
+    prep = _prep(n=4)
+    short = dataclasses.replace(prep, requests=prep.requests[:3])
+    with pytest.raises(ValueError, match="zip"):
+        score(short, _answers("1", "2", "3"), seed=0)
