@@ -42,13 +42,14 @@ def _completion(request_id: str, row: tuple[str, int, int, str | None]) -> Compl
     return Completion(
         request_id,
         text,
-        usage=Usage(input_tokens, output_tokens),
+        usage=Usage(input_tokens, output_tokens, meta.get("reasoning_tokens", 0)),
         cached=True,
         finish_reason=meta.get("finish_reason"),
         refusal=meta.get("refusal"),
         served_model=meta.get("served_model"),
         truncated=bool(meta.get("truncated", False)),
         score_probs=meta.get("score_probs"),  # --scoring expected
+        reasoning=meta.get("reasoning"),  # a thought returned beside the answer
     )
 
 
@@ -151,6 +152,8 @@ class ResponseCache:
         }
         meta |= {"truncated": True} if c.truncated else {}
         meta |= {"score_probs": dict(c.score_probs)} if c.score_probs is not None else {}
+        meta |= {"reasoning": c.reasoning} if c.reasoning is not None else {}
+        meta |= {"reasoning_tokens": u.reasoning_tokens} if u.reasoning_tokens else {}
         row = (key, completion.text, u.input_tokens, u.output_tokens, backend, model, time.time(), json.dumps(meta))
         with self._lock:
             if self._backlog:  # keep order behind the rows already waiting

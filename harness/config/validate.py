@@ -16,6 +16,7 @@ from harness.calling.backends import BACKENDS, OFFLINE_MODELS, backend_for, chec
 from harness.calling.pricing import price_for
 from harness.config.settings import PARSE_MODES, SCORINGS, SHOT_SAMPLERS, VARIANTS, RunConfig
 from harness.inputs import check_regular
+from harness.scoring.reasoning import parse_tags
 from harness.types import HarnessError
 from harness.variants.answers import answer_config, check_answer_backend, read_answers
 
@@ -23,6 +24,7 @@ REMOTE = ("openai", "anthropic")
 EMBEDDERS = ("openai", "sentence-transformers", "hf")
 LOCAL_MODEL_BACKENDS = ("vllm", "hf", "sentence-transformers")  # a hub id or a local directory
 # Options whose implementation lands separately (issue 15): refused in one line until then, never ignored.
+ANTHROPIC_MIN_THINKING = 1024  # the API's smallest thinking.budget_tokens
 STOP_SENT_BY = frozenset({"openai", "anthropic"})  # backends that send --stop sequences
 
 
@@ -98,6 +100,10 @@ def check_names(config: RunConfig) -> None:
             raise HarnessError(f"unknown {flag} {value!r}; choose from {', '.join(choices)}")
     if any(not s for s in config.stop):
         raise HarnessError("--stop needs a non-empty string")
+    try:
+        parse_tags(config.think_tags)
+    except ValueError as e:
+        raise HarnessError(f"--think-tags: {e}") from None
 
 
 def check_files(config: RunConfig) -> None:
@@ -154,5 +160,13 @@ def _check_decoding(config: RunConfig, name: str) -> None:
     """--chat/--no-chat and --stop on a backend that generates text."""
     if config.chat is False and name in REMOTE and (not config.api.base_urls or name == "anthropic"):
         raise HarnessError(f"--no-chat: {name} models are chat-only (raw text goes to OpenAI-compatible servers)")
+    if name == "anthropic" and config.api.reasoning:  # extended thinking (README "Reasoning models")
+        if config.api.anthropic_greedy:
+            raise HarnessError("--reasoning yes: Claude's extended thinking cannot be combined with --anthropic-greedy")
+        if config.api.reasoning_tokens < ANTHROPIC_MIN_THINKING:
+            raise HarnessError(
+                f"--reasoning-tokens: Anthropic's thinking budget is at least {ANTHROPIC_MIN_THINKING}, "
+                f"got {config.api.reasoning_tokens}"
+            )
     if config.stop and name not in STOP_SENT_BY:
         raise HarnessError(f"--stop: the {name} backend does not send stop sequences (only openai, anthropic do)")

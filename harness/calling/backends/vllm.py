@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from harness.calling.backends.base import LocalBackend
+from harness.calling.backends.thinking import Thinking, thinking_for, thinking_record
 from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.expected import collect_score_probs
 from harness.types import Completion, HarnessError, Request, Usage
@@ -23,7 +24,11 @@ SCORE_LOGPROBS = 20
 
 def from_config(config: RunConfig, label_range: tuple[float, float]) -> VllmBackend:
     """The run's engine: --model a hub id or local path, --seed, --scoring expected."""
-    return VllmBackend(config.model, config.local, seed=config.seed, expected=config.scoring == "expected")
+    api = config.api
+    thinking = thinking_for("vllm", config.model, api.reasoning, api.reasoning_tokens, config.local.chat)
+    return VllmBackend(
+        config.model, config.local, seed=config.seed, expected=config.scoring == "expected", thinking=thinking
+    )
 
 
 class VllmBackend(LocalBackend):
@@ -43,6 +48,7 @@ class VllmBackend(LocalBackend):
         llm_factory: Callable[..., Any] | None = None,
         sampling_params: Callable[..., Any] | None = None,
         expected: bool = False,
+        thinking: Thinking | None = None,
     ) -> None:
         if llm_factory is None or sampling_params is None:
             try:
@@ -55,6 +61,7 @@ class VllmBackend(LocalBackend):
         self.options = options
         self.seed = seed
         self.expected = expected
+        self.thinking = thinking or Thinking(False, 0)  # harness/calling/backends/thinking.py
         self._llm_factory = llm_factory
         self._sampling_params = sampling_params
         self._llm: Any = None
@@ -86,6 +93,7 @@ class VllmBackend(LocalBackend):
         }
         if self.expected:
             record["score_probs"] = f"SamplingParams(logprobs={SCORE_LOGPROBS}): first position, per integer token"
+        record |= thinking_record(self.thinking)
         return record
 
     def engine(self) -> Any:
@@ -99,12 +107,10 @@ class VllmBackend(LocalBackend):
         made: dict[tuple[int, float], Any] = {}
         per_request = []
         for r in requests:
-            key = (r.max_tokens, r.temperature)
+            key = (self.thinking.max_tokens(r.max_tokens), r.temperature)
             if key not in made:
                 extra = {"logprobs": SCORE_LOGPROBS} if self.expected else {}
-                made[key] = self._sampling_params(
-                    temperature=r.temperature, max_tokens=r.max_tokens, seed=self.seed, **extra
-                )
+                made[key] = self._sampling_params(temperature=r.temperature, max_tokens=key[0], seed=self.seed, **extra)
             per_request.append(made[key])
         return per_request[0] if len(made) == 1 else per_request
 
@@ -118,7 +124,9 @@ class VllmBackend(LocalBackend):
         try:
             if self.options.chat:
                 conversations = [[{"role": "user", "content": r.prompt}] for r in requests]
-                outputs = llm.chat(conversations, params, use_tqdm=True)
+                switch = self.thinking.switch
+                kwargs = {"chat_template_kwargs": {"enable_thinking": switch}} if switch is not None else {}
+                outputs = llm.chat(conversations, params, use_tqdm=True, **kwargs)
             else:
                 outputs = llm.generate([r.prompt for r in requests], params, use_tqdm=True)
         except ValueError as e:  # vLLM validates every prompt (length, chat template) before it runs any
@@ -139,4 +147,11 @@ def completion_from(request_id: str, out: Any) -> Completion:
     probs = None
     if positions:
         probs = collect_score_probs(((lp.decoded_token or "", lp.logprob) for lp in positions[0].values()), True)
-    return Completion(request_id, sample.text, usage=usage, score_probs=probs)
+    finish = getattr(sample, "finish_reason", None)  # "stop" or "length": a thought cut off is told apart
+    return Completion(
+        request_id,
+        sample.text,
+        usage=usage,
+        score_probs=probs,
+        finish_reason=finish if isinstance(finish, str) else None,
+    )
