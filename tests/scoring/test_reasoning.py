@@ -19,10 +19,21 @@ CASES: list[tuple[str, str | None, str | None, str | None, bool]] = [
     ("Okay, sentence 1 says 3 dogs.\n</think>\nAnswer: 5", None, "Answer: 5", "Okay, sentence 1 says 3 dogs.", False),
     ("<think>\nOkay, the user wants", None, None, "Okay, the user wants", True),  # cut off while thinking
     ("<think>\n\n</think>\n\n3.5", None, "3.5", "", False),  # Qwen3 with enable_thinking=False: an empty thought
-    ("<|begin_of_thought|>1 or 2?<|end_of_thought|>\n<|begin_of_solution|>2<|end_of_solution|>", None, "2",
-     "1 or 2?", False),  # fmt: skip
-    ("<|channel|>analysis<|message|>Scale 1-5; similar.<|end|><|start|>assistant<|channel|>final<|message|>4<|return|>",
-     None, "4", "Scale 1-5; similar.", False),  # fmt: skip
+    (
+        "<|begin_of_thought|>1 or 2?<|end_of_thought|>\n<|begin_of_solution|>2<|end_of_solution|>",
+        None,
+        "2",
+        "1 or 2?",
+        False,
+    ),
+    (
+        "<|channel|>analysis<|message|>Scale 1-5; similar.<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>4<|return|>",
+        None,
+        "4",
+        "Scale 1-5; similar.",
+        False,
+    ),
     ("<|channel|>analysis<|message|>Scale 1 to 5", None, None, "Scale 1 to 5", True),  # harmony, cut off
     ("[THINK]3 maybe[/THINK]2", None, "2", "3 maybe", False),  # Magistral
     ("<seed:think>7?</seed:think> 1", None, "1", "7?", False),  # Seed-OSS
