@@ -98,7 +98,7 @@ def test_openai_hidden_reasoning_that_used_the_whole_budget_is_thinking_cut_off(
 def test_anthropic_extended_thinking(tmp_path: Path) -> None:
     """Claude thinks only when asked: budget_tokens, max_tokens = budget + answer, thinking and redacted blocks."""
     with FakeServer(plan=lambda p, a: "think") as server:
-        rows = run(tmp_path, server, server.anthropic_url, "r", "--model", "claude-sonnet-4-5", "--reasoning", "yes")
+        rows = run(tmp_path, server, server.anthropic_url, "r", "--model", "claude-sonnet-4-6", "--reasoning", "yes")
     body = server.calls[0].body
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048} and body["max_tokens"] == 2068
     assert "temperature" not in body
@@ -108,13 +108,13 @@ def test_anthropic_extended_thinking(tmp_path: Path) -> None:
 
 def test_anthropic_cut_off_while_thinking(tmp_path: Path) -> None:
     with FakeServer(plan=lambda p, a: "think-cut") as server:
-        rows = run(tmp_path, server, server.anthropic_url, "r", "--model", "claude-sonnet-4-5", "--reasoning", "yes")
+        rows = run(tmp_path, server, server.anthropic_url, "r", "--model", "claude-sonnet-4-6", "--reasoning", "yes")
     cut_off(rows)
 
 
 def test_claude_without_reasoning_yes_sends_no_thinking(tmp_path: Path) -> None:
     with FakeServer() as server:
-        run(tmp_path, server, server.anthropic_url, "r", "--model", "claude-sonnet-4-5")
+        run(tmp_path, server, server.anthropic_url, "r", "--model", "claude-sonnet-4-6")
     assert "thinking" not in server.calls[0].body and server.calls[0].body["max_tokens"] == 20
 
 
