@@ -134,8 +134,12 @@ def raw_reply(model: str, text: str | None, action: str, usage: tuple[int, int])
     }
 
 
+_STOP = {"refusal": "refusal"}
+
+
 def anthropic_reply(model: str, text: str | None, action: str, usage: tuple[int, int]) -> dict[str, Any]:
-    content: list[dict[str, Any]] | None = None if action == "null" else [{"type": "text", "text": text}] if text else []
+    answer = [{"type": "text", "text": text}] if text else []
+    content: list[dict[str, Any]] | None = None if action == "null" else answer
     tokens: dict[str, Any] = {"input_tokens": usage[0], "output_tokens": usage[1]}
     if action in ("think", "think-cut") and content is not None:  # extended thinking: blocks before the answer
         thinking = [{"type": "thinking", "thinking": THOUGHT, "signature": "EqQBCgIYAhIM"}]
@@ -150,7 +154,7 @@ def anthropic_reply(model: str, text: str | None, action: str, usage: tuple[int,
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": "max_tokens" if _finish(action) == "length" else "refusal" if action == "refusal" else "end_turn",
+        "stop_reason": "max_tokens" if _finish(action) == "length" else _STOP.get(action, "end_turn"),
         "stop_sequence": None,
         "usage": tokens,
     }

@@ -5,11 +5,13 @@ answer, the thought, reasoning tokens, `thinking-cut-off` for a reply cut off wh
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from harness.cli.main import main
+from harness.reporting.report import write_report
 from harness.scoring.parsing import parse_score
 from tests.fake_replies import HIDDEN_TOKENS, THOUGHT
 from tests.fake_server import FakeServer, default_answer
@@ -124,3 +126,31 @@ def test_a_thought_comes_back_from_the_cache(tmp_path: Path) -> None:
         first = run(tmp_path, server, server.openai_url, "a", "--model", "Qwen/Qwen3-8B", "--chat")
         again = run(tmp_path, server, server.openai_url, "b", "--model", "Qwen/Qwen3-8B", "--chat")
     assert len(server.calls) == LIMIT and again == first
+
+
+def test_a_report_keeps_a_reasoning_run_apart_from_a_plain_one(tmp_path: Path) -> None:
+    """The same model and prompts, plain and thinking (half the replies cut off while thinking): two rows, the
+    reasoning one labelled, its thinking-cut-off counted, its thoughts in the sample browser under the answer."""
+    prompts: list[str] = []
+
+    def plan(prompt: str, attempt: int) -> str:  # the first run's request of a prompt: a plain answer
+        prompts.append(prompt) if prompt not in prompts else None
+        return "ok" if attempt == 0 else "think" if prompts.index(prompt) % 2 else "think-cut"
+
+    with FakeServer(plan=plan) as server:
+        model = ["--model", "Qwen/Qwen3-8B", "--chat"]
+        run(tmp_path, server, server.openai_url, "plain", *model, "--reasoning", "no")
+        rows = run(tmp_path, server, server.openai_url, "think", *model)
+    assert sorted(r["reason"] for r in rows) == ["number", "number", "thinking-cut-off", "thinking-cut-off"]
+    out = write_report([tmp_path / "plain", tmp_path / "think"], tmp_path / "report")
+    md = (out / "report.md").read_text()
+    reasons = md[md.index("## Reply reasons") :]
+    assert "thinking-cut-off" in reasons and "yes: 4 thoughts, 0 reasoning tokens" in reasons
+    assert "| Qwen/Qwen3-8B · no reasoning |" in md and "| Qwen/Qwen3-8B · reasoning |" in md  # rows apart
+    page = (out / "index.html").read_text()
+    assert "reasoning run: 4 thoughts" in page
+    block = re.search(r'<script type="application/json" id="samples-R2">(.*?)</script>', page, re.S)
+    assert block is not None
+    data = json.loads(block[1])
+    shown = [dict(zip(data["fields"], row, strict=True)) for row in data["rows"]]
+    assert sorted(str(s["reasoning"]) for s in shown) == sorted(str(r.get("reasoning")) for r in rows)
