@@ -154,3 +154,15 @@ def test_a_report_keeps_a_reasoning_run_apart_from_a_plain_one(tmp_path: Path) -
     data = json.loads(block[1])
     shown = [dict(zip(data["fields"], row, strict=True)) for row in data["rows"]]
     assert sorted(str(s["reasoning"]) for s in shown) == sorted(str(r.get("reasoning")) for r in rows)
+
+
+def test_batch_mode_sends_the_thinking_budget_and_keeps_the_thought(tmp_path: Path) -> None:
+    """--batch: the same body (thinking budget included) and the same reading of the results as one by one."""
+    from tests.fake_batch_server import FakeBatchServer
+
+    extra = ("--model", "claude-sonnet-4-6", "--reasoning", "yes", "--batch", "--batch-poll", "0.05")
+    with FakeBatchServer(plan=lambda p, a: "think") as server:
+        rows = run(tmp_path, server, server.anthropic_url, "b", *extra)
+    (batch,) = server.batches.values()
+    assert all(body["thinking"] == {"type": "enabled", "budget_tokens": 2048} for _, body in batch.items)
+    answered(rows, THOUGHT + "\n\n[redacted thinking]")
