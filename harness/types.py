@@ -46,7 +46,8 @@ class Request:
 @dataclass(frozen=True)
 class Usage:
     input_tokens: int = 0
-    output_tokens: int = 0
+    output_tokens: int = 0  # all of the reply, its reasoning included
+    reasoning_tokens: int = 0  # of output_tokens, those the provider says were reasoning (OpenAI's hidden ones)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,9 @@ class Completion:
     # --scoring expected: {"0": p, ..., "10": p}, the first output position's probability of each integer
     # token (harness/scoring/expected.py); None when not asked for or the backend has no log-probabilities.
     score_probs: Mapping[str, float] | None = None
+    # The thought the provider returned apart from the answer (a server's reasoning_content, Anthropic's thinking
+    # blocks); `text` is then the answer. A thought inline in the text stays there (harness/scoring/reasoning.py).
+    reasoning: str | None = None
     # The provider's rate-limit headers on this reply, for dispatch's limiter; never stored or compared.
     rate_limit: RateLimit | None = field(default=None, compare=False, repr=False)
 
@@ -93,7 +97,7 @@ class Scored:
     id: str
     prompt: str
     shot_ids: tuple[str, ...]
-    output: str | None
+    output: str | None  # the answer: what the first-number rule read (a thought split off into `reasoning`)
     parsed: float | None
     valid: bool
     prediction: float | None  # parsed value, or the seeded fallback draw; None only on error/dry run
@@ -110,3 +114,4 @@ class Scored:
     truncated: bool = False  # the reply was cut at the size cap
     expected: float | None = None  # --scoring expected: probability-weighted score (never mixed with prediction)
     expected_mass: float | None = None  # the probability the valid score tokens had before renormalising
+    reasoning: str | None = None  # the thought before the answer (`output` is then the answer only)

@@ -15,6 +15,12 @@ REFUSAL = "I'm sorry, but I can't help with that request."
 RETRY_AFTER_MS = 20
 SLOW_SECONDS = 0.5
 HUGE_BYTES = 2_000_000
+# A thought with numbers in it, as reasoning models write them: the first-number rule must never read these.
+THOUGHT = "Sentence 1 mentions 2 dogs and sentence 2 mentions 7; the condition asks about the animals."
+HIDDEN_TOKENS = 64  # OpenAI's reasoning_tokens for the "hidden" actions
+# Reasoning actions: the thought apart (a server's reasoning_content / reasoning, Anthropic's thinking blocks),
+# inline in the text (<think>), or hidden (OpenAI's reasoning_tokens); "-cut": the budget ran out while thinking.
+THINKING_ACTIONS = ("think", "think-cut", "think-vllm", "think-inline", "think-inline-cut", "hidden", "hidden-cut")
 CONTEXT_MESSAGE = {
     False: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. "
     "Please reduce the length of the messages.",
@@ -78,26 +84,42 @@ def reply_text(action: str, answer: str, key: str) -> str | None:
             return "4.0 " + "x" * HUGE_BYTES
         case "leak":
             return f"3.0 (your key is {key})"
+        case "think-inline":
+            return f"<think>\n{THOUGHT}\n</think>\n\n{answer}"
+        case "think-inline-cut":
+            return f"<think>\n{THOUGHT}"
+        case "think-cut" | "hidden-cut":
+            return None  # vLLM and OpenAI send content null when the budget ran out before any answer
     return answer
 
 
-def _usage(tokens_in: int, tokens_out: int) -> dict[str, int]:
-    return {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out}
+def _usage(tokens_in: int, tokens_out: int, action: str = "") -> dict[str, Any]:
+    usage: dict[str, Any] = {"prompt_tokens": tokens_in, "completion_tokens": tokens_out}
+    usage["total_tokens"] = tokens_in + tokens_out
+    if action in ("hidden", "hidden-cut"):  # OpenAI: reasoning billed as output, counted apart
+        usage["completion_tokens"] += HIDDEN_TOKENS
+        usage["total_tokens"] += HIDDEN_TOKENS
+        usage["completion_tokens_details"] = {"reasoning_tokens": HIDDEN_TOKENS}
+    return usage
 
 
 def _finish(action: str) -> str:
-    return "length" if action == "length" else "stop"
+    return "length" if action in ("length", "think-cut", "think-inline-cut", "hidden-cut") else "stop"
 
 
 def chat_reply(model: str, text: str | None, action: str, usage: tuple[int, int]) -> dict[str, Any]:
     message = {"role": "assistant", "content": text, "refusal": REFUSAL if action == "refusal" else None}
+    if action in ("think", "think-cut"):  # SGLang, llama.cpp's server, vLLM before 0.11: reasoning_content
+        message["reasoning_content"] = THOUGHT
+    elif action == "think-vllm":  # vLLM since 0.11: `reasoning`
+        message["reasoning"] = THOUGHT
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": 0,
         "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": _finish(action)}],
-        "usage": _usage(*usage),
+        "usage": _usage(*usage, action),
     }
 
 
@@ -112,16 +134,29 @@ def raw_reply(model: str, text: str | None, action: str, usage: tuple[int, int])
     }
 
 
+_STOP = {"refusal": "refusal"}
+
+
 def anthropic_reply(model: str, text: str | None, action: str, usage: tuple[int, int]) -> dict[str, Any]:
+    answer = [{"type": "text", "text": text}] if text else []
+    content: list[dict[str, Any]] | None = None if action == "null" else answer
+    tokens: dict[str, Any] = {"input_tokens": usage[0], "output_tokens": usage[1]}
+    if action in ("think", "think-cut") and content is not None:  # extended thinking: blocks before the answer
+        thinking = [{"type": "thinking", "thinking": THOUGHT, "signature": "EqQBCgIYAhIM"}]
+        thinking.append({"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"})
+        content = thinking + ([] if action == "think-cut" else content)
+        thought = len(THOUGHT.split())
+        tokens = {"input_tokens": usage[0], "output_tokens": usage[1] + thought}
+        tokens["output_tokens_details"] = {"thinking_tokens": thought}
     return {
         "id": "msg_fake",
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": None if action == "null" else [{"type": "text", "text": text}] if text else [],
-        "stop_reason": {"refusal": "refusal", "length": "max_tokens"}.get(action, "end_turn"),
+        "content": content,
+        "stop_reason": "max_tokens" if _finish(action) == "length" else _STOP.get(action, "end_turn"),
         "stop_sequence": None,
-        "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+        "usage": tokens,
     }
 
 

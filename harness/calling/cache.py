@@ -49,13 +49,14 @@ def _completion(request_id: str, row: tuple[str, int, int, str | None]) -> Compl
     return Completion(
         request_id,
         loaded_text(text, meta),
-        usage=Usage(input_tokens, output_tokens),
+        usage=Usage(input_tokens, output_tokens, meta.get("reasoning_tokens", 0)),
         cached=True,
         finish_reason=meta.get("finish_reason"),
         refusal=meta.get("refusal"),
         served_model=meta.get("served_model"),
         truncated=bool(meta.get("truncated", False)),
         score_probs=meta.get("score_probs"),  # --scoring expected
+        reasoning=meta.get("reasoning"),  # a thought returned beside the answer
     )
 
 
@@ -190,6 +191,8 @@ class ResponseCache:
         }
         meta |= {"truncated": True} if c.truncated else {}
         meta |= {"score_probs": dict(c.score_probs)} if c.score_probs is not None else {}
+        meta |= {"reasoning": c.reasoning} if c.reasoning is not None else {}
+        meta |= {"reasoning_tokens": u.reasoning_tokens} if u.reasoning_tokens else {}
         text, escaped = stored_text(completion.text)
         meta |= {"text": JSON_TEXT} if escaped else {}
         row = (key, text, u.input_tokens, u.output_tokens, plain(backend), plain(model), time.time(), json.dumps(meta))

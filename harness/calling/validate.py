@@ -15,6 +15,7 @@ from harness.config.settings import RunConfig
 from harness.types import HarnessError
 
 LOCAL_PATH = ("/", "./", "../", "~")  # a --model that names a directory rather than a hub id
+ANTHROPIC_MIN_THINKING = 1024  # the API's smallest thinking.budget_tokens
 
 
 def check_model(config: RunConfig, model: str, name: str, generates: bool) -> None:
@@ -34,6 +35,14 @@ def check_decoding(config: RunConfig, name: str, d: Description) -> None:
     """--chat/--no-chat and --stop on a backend that generates text."""
     if config.chat is False and (d.chat == "only" or (d.chat == "openai" and not config.api.base_urls)):
         raise HarnessError(f"--no-chat: {name} models are chat-only (raw text goes to OpenAI-compatible servers)")
+    if name == "anthropic" and config.api.reasoning:  # extended thinking (README "Reasoning models")
+        if config.api.anthropic_greedy:
+            raise HarnessError("--reasoning yes: Claude's extended thinking cannot be combined with --anthropic-greedy")
+        if config.api.reasoning_tokens < ANTHROPIC_MIN_THINKING:
+            raise HarnessError(
+                f"--reasoning-tokens: Anthropic's thinking budget is at least {ANTHROPIC_MIN_THINKING}, "
+                f"got {config.api.reasoning_tokens}"
+            )
     if config.stop and not d.stop:
         sending = ", ".join(n for n, b in BACKENDS.items() if b.stop)
         raise HarnessError(f"--stop: the {name} backend does not send stop sequences (only {sending} do)")

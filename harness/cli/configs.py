@@ -123,4 +123,5 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         shot_seed=a.shot_seed,
         scoring=a.scoring,
         parse=a.parse,
+        think_tags=a.think_tags,
     )

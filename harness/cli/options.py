@@ -25,6 +25,7 @@ from harness.config.settings import (
 )
 from harness.datasets.load import SPLITS
 from harness.prompting.render import INSTRUCTIONS
+from harness.scoring.reasoning import THINK_TAGS
 from harness.types import HarnessError
 
 # The sub-commands, in the order `--help` lists them (cli.COMMANDS maps each to its function).
@@ -207,6 +208,14 @@ def add_decoding_args(g: argparse._ArgumentGroup) -> None:
         help="first-number: the paper's rule only; strict: also report *_strict metrics, where a score must "
         "stand alone or follow an answer cue (the paper's numbers are unchanged)",
     )
+    g.add_argument(
+        "--think-tags",
+        default=RunConfig.think_tags,
+        metavar="auto|none|NAMES",
+        help="inline thought delimiters split off before the first number is read: auto (every known format: "
+        + ", ".join(THINK_TAGS)
+        + "), none, or a comma list of those names and 'OPEN CLOSE' pairs",
+    )
 
 
 def add_api_args(g: argparse._ArgumentGroup) -> None:
@@ -243,13 +252,17 @@ def add_api_args(g: argparse._ArgumentGroup) -> None:
         "--reasoning",
         choices=list(REASONING),
         default=next(word for word, v in REASONING.items() if v is ApiOptions.reasoning),
-        help="treat the model as a reasoning model (no temperature; max_completion_tokens). auto: by name",
+        help="a reasoning model: a thinking budget beside the answer's (OpenAI: max_completion_tokens, no "
+        "temperature; Anthropic: extended thinking; open models: a total budget and the chat template's "
+        "enable_thinking). auto: by name (OpenAI's o-series and gpt-5; with --chat, Qwen3, DeepSeek-R1, gpt-oss, "
+        "QwQ ...); Claude thinks only with yes",
     )
     g.add_argument(
         "--reasoning-tokens",
         type=int,
         default=ApiOptions.reasoning_tokens,
-        help="max_completion_tokens for reasoning models: hidden reasoning plus the answer",
+        help="the thinking budget: OpenAI's max_completion_tokens (reasoning plus the answer); Anthropic's "
+        "budget_tokens (min 1024) and open models' thought, each with --max-tokens more for the answer",
     )
     g.add_argument("--reasoning-effort", help="reasoning_effort for reasoning models, e.g. low (default: not sent)")
     g.add_argument(

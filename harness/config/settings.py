@@ -98,3 +98,6 @@ class RunConfig:
     scoring: str = "parsed"  # "parsed" (the paper's first number) or "expected" (from log-probabilities)
     parse: str = "first-number"  # "strict" adds a second metric set (spearman_strict, ...); never replaces it
     shot_seed: int | None = None  # None: --seed for "seeded", 42 for "reference" (run_sts_fewshot.py's default)
+    # Inline thought delimiters split off before parsing (harness/scoring/reasoning.py parse_tags): "auto" (every
+    # known format), "none", or a comma list of format names and "OPEN CLOSE" pairs.
+    think_tags: str = "auto"

@@ -24,6 +24,7 @@ ASSETS = Path(__file__).parent / "assets"
 MAX_TEXT = 20_000  # characters of one reply or prompt kept in the page (a runaway reply would bloat it)
 SAMPLE_FIELDS: tuple[str, ...] = ("id", "label", "prediction", "parsed", "reason", "finish_reason", "error")
 SAMPLE_FIELDS += ("output", "prompt", "refusal", "served_model", "input_tokens", "output_tokens")
+SAMPLE_FIELDS += ("reasoning", "reasoning_tokens")  # a reasoning run's thought (folded under the answer)
 
 
 def json_for_script(obj: Any) -> str:
@@ -154,10 +155,12 @@ def group_tables(table: pd.DataFrame) -> str:
 def runs_table(table: pd.DataFrame) -> Markup:
     rows = []
     for r in table.itertuples():
-        settings = ", ".join(getattr(r, k) if k == "chat" else f"{k}={getattr(r, k)}" for k in IDENTITY)
+        settings = ", ".join(getattr(r, k) if k in ("chat", "reasoning") else f"{k}={getattr(r, k)}" for k in IDENTITY)
         status = "dry run, no answers" if r.dry_run else f"n={r.n}, errors={r.errors}, invalid {fmt(r.invalid_pct)}%"
         if words(r.served_model, ""):
             status += f"; served as {r.served_model}"
+        if r.reasoning == "reasoning":  # another protocol than the paper's 20 tokens: said where it is shown
+            status += f"; reasoning run: {r.thoughts:,} thoughts, {r.reasoning_tokens:,} reasoning tokens"
         reasons = ", ".join(
             f"{c}: {getattr(r, 'reason_' + c.replace('-', '_'))}"
             for c in REASONS
@@ -188,6 +191,8 @@ def sample_rows(run: Run, prompts: dict[str, int]) -> list[list[Any]]:
                 e.get("served_model"),
                 usage.get("input_tokens"),
                 usage.get("output_tokens"),
+                _clip(s.reasoning),
+                usage.get("reasoning_tokens"),
             ]
         )
     return out

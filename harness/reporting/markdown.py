@@ -182,15 +182,28 @@ def _reasons_section(live: pd.DataFrame) -> list[str]:
     rows = []
     for r in live.itertuples():
         counts = [str(getattr(r, f"reason_{c.replace('-', '_')}", 0)) for c in REASON_COLUMNS]
-        rows.append([r.ref, r.row, r.instr, str(r.shots), *counts, words(r.reasons_other, ""), words(r.served_model)])
-    header = ["ref", "model", "instr", "k", *REASON_COLUMNS, "other", "served model"]
+        thinking = _thinking(r)
+        rows.append([r.ref, r.row, r.instr, str(r.shots), *counts, words(r.reasons_other, ""), thinking,
+                     words(r.served_model)])  # fmt: skip
+    header = ["ref", "model", "instr", "k", *REASON_COLUMNS, "other", "reasoning", "served model"]
     note = (
         "Why each reply scored as it did: `number` (a number parsed), `no-number` (invalid: fallback draw), "
         "`echo` (the number came from an echoed prompt fragment), `out-of-range`, `refusal`, `cut-off` (the "
-        "reply hit its token limit), `error` (the request failed; no prediction). Runs written before reason "
+        "reply hit its token limit), `thinking-cut-off` (the budget ran out while the model was still thinking: "
+        "no answer, fallback draw), `error` (the request failed; no prediction). `reasoning`: a reasoning run's "
+        "thoughts kept and reasoning tokens billed; such a run is another protocol than the paper's 20 tokens and "
+        "is never compared with its numbers. Runs written before reason "
         "codes existed get them derived from `valid`, `error` and `parsed`.\n"
     )
     return ["## Reply reasons\n", note, md_table(header, rows)]
+
+
+def _thinking(r: Any) -> str:
+    """A run's reasoning in words: "no", or "yes" with its thoughts kept and reasoning tokens billed."""
+    if getattr(r, "reasoning", "no reasoning") != "reasoning":
+        return "no"
+    tokens = int(getattr(r, "reasoning_tokens", 0) or 0)
+    return f"yes: {int(getattr(r, 'thoughts', 0) or 0):,} thoughts, {tokens:,} reasoning tokens"
 
 
 def _ci(row: Any, name: str) -> str:

@@ -49,6 +49,7 @@ SPLIT_SIZES = {
 # reply's text parsed by the first-number rule, 20 tokens, no stop sequence; API models (GPT) got one chat
 # message, open models raw text.
 PAPER_PROTOCOL: dict[str, object] = {"scoring": "parsed", "parse": "first-number", "max_tokens": 20, "stop": None}
+PAPER_PROTOCOL["reasoning"] = False  # no thinking budget: a reasoning run is another protocol
 CHAT_MODELS = ("GPT-4", "ChatGPT-3.5", "GPT-3.5")
 
 

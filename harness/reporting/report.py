@@ -71,6 +71,9 @@ def summarize(run: Run, n_bootstrap: int = N_BOOTSTRAP, fallback_seeds: int = FA
     reasons = Counter(e["reason"] for e in run.extras if e["reason"] is not None)
     row |= {f"reason_{code.replace('-', '_')}": reasons.get(code, 0) for code in REASONS}
     row["reasons_other"] = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()) if k not in REASONS)
+    # A reasoning run's thinking: reasoning tokens billed (where the provider counts them) and thoughts kept.
+    row["reasoning_tokens"] = sum((e.get("usage") or {}).get("reasoning_tokens", 0) for e in run.extras)
+    row["thoughts"] = sum(1 for s in run.samples if s.reasoning)
     served = sorted({str(e["served_model"]) for e in run.extras if e.get("served_model")})
     row["served_model"] = ", ".join(served) if served else None
     scored = [s for s in run.samples if s.error is None and s.prediction is not None and s.label is not None]

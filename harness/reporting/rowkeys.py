@@ -20,6 +20,8 @@ def text(key: str, value: Any) -> str:
     """A setting's value in words: chat / raw, limit all, none, ..."""
     if key == "chat":
         return "n/a" if value is None else "chat" if value else "raw"
+    if key == "reasoning":
+        return "reasoning" if value else "no reasoning"
     if key == "limit" and value is None:
         return "all"
     if value is None:
@@ -30,7 +32,7 @@ def text(key: str, value: Any) -> str:
 
 def show(key: str, value: Any) -> str:
     """A setting as a short tag: chat, raw, limit=all, backend=hf, template=t5-long, ..."""
-    return text(key, value) if key == "chat" else f"{key}={text(key, value)}"
+    return text(key, value) if key in ("chat", "reasoning") else f"{key}={text(key, value)}"
 
 
 def _flat(obj: Any, prefix: str = "") -> dict[str, str]:

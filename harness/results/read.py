@@ -42,9 +42,10 @@ OLD_DEFAULTS: dict[str, Any] = {
     "max_tokens": 20,  # App. A.3: 20 generation tokens
     "stop": None,
     "shot_sampler": "seeded",  # per-query seeded draw (the harness's own)
+    "reasoning": False,  # a thinking budget beside the answer's (README "Reasoning models")
 }
 IDENTITY: tuple[str, ...] = ("backend", "chat", "template", "scoring", "parse", "max_tokens", "stop", "shot_sampler")
-IDENTITY += ("seed", "limit", "subset_seed", "answer_model")
+IDENTITY += ("seed", "limit", "subset_seed", "answer_model", "reasoning")
 CHAT_BACKENDS = ("openai", "anthropic")  # before --chat/--no-chat, API backends always sent one chat message
 
 
@@ -121,6 +122,8 @@ def setting(config: dict[str, Any], name: str) -> Any:
             return params["chat"]
         backend = config.get("backend")
         return True if backend in CHAT_BACKENDS else (settings.get("local") or {}).get("chat") if backend else None
+    if name == "reasoning":  # every backend's describe() says so when the model thought (reasoning_model)
+        return params.get("reasoning_model") is True
     if name == "max_tokens":
         sent = params.get("sent") or {}
         return sent.get("max_completion_tokens", sent.get("max_tokens", OLD_DEFAULTS["max_tokens"]))

@@ -73,6 +73,8 @@ def sample_record(s: Scored) -> dict[str, Any]:
         record["usage"] = dict(s.usage)
     if s.expected is None and s.expected_mass is None:  # --scoring expected only: parsed runs keep their layout
         del record["expected"], record["expected_mass"]
+    if s.reasoning is None:  # a thought only where the reply had one: plain runs keep their layout
+        del record["reasoning"]
     return record
 
 

@@ -37,7 +37,7 @@ def in_range(value: float, label_range: tuple[float, float]) -> bool:
 
 # --- diagnostics beside the paper's rule (never a replacement for it) -----------------------------
 
-REASONS = ("number", "no-number", "echo", "out-of-range", "refusal", "cut-off", "error")
+REASONS = ("number", "no-number", "echo", "out-of-range", "refusal", "cut-off", "thinking-cut-off", "error")
 
 # Keys the prompt templates write ("Input:", "Sentence 1:", "Condition:", "Answer 2:", "Definition:" ...).
 _KEY = re.compile(r"\b(?:input|sentence\s*[12]|answer\s*[12]|condition|definition|question)\s*:", re.I)
@@ -81,16 +81,21 @@ def reason_code(
     finish_reason: str | None = None,
     refusal: str | None = None,
     error: str | None = None,
+    thinking_cut_off: bool = False,
 ) -> str:
     """Why a reply got the score it got; a diagnostic beside the paper's rule, which stays the metric.
 
     error: the request failed (no prediction). refusal: the model declined (a refusal field, or the
     provider's content filter) and gave no number. cut-off: no number and the reply hit its token budget
-    (finish_reason "length"). no-number: no number otherwise. echo: a number, but from the prompt echoed
-    back (is_echo). out-of-range: a number outside the label range. number: a number in range.
+    (finish_reason "length"). thinking-cut-off: the budget ran out while the model was still thinking
+    (harness/scoring/reasoning.py thinking_cut_off; `text` is the answer, empty). no-number: no number
+    otherwise. echo: a number, but from the prompt echoed back (is_echo). out-of-range: a number outside the
+    label range. number: a number in range.
     """
     if error is not None:
         return "error"
+    if thinking_cut_off:
+        return "thinking-cut-off"
     if parsed is None:
         if refusal is not None or finish_reason == "content_filter":
             return "refusal"

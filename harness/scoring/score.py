@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from harness.datasets.load import pair_ids
 from harness.prompting.prepared import Prepared
 from harness.scoring.parsing import fallback_score, parse_score, reason_code, strict_score
+from harness.scoring.reasoning import split_reply, thinking_cut_off
 from harness.types import Completion, Scored
 
 
 def _usage(c: Completion) -> dict[str, int]:
-    """What samples.jsonl keeps of a reply's usage: dataclasses.asdict(c.usage), spelt out (once per sample)."""
-    return {"input_tokens": c.usage.input_tokens, "output_tokens": c.usage.output_tokens}
+    """What samples.jsonl keeps of a reply's usage: dataclasses.asdict(c.usage), spelt out (once per sample);
+    with hidden reasoning tokens, those and the answer's own."""
+    u = c.usage
+    if u.reasoning_tokens:
+        answer = u.output_tokens - u.reasoning_tokens
+        return {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+                "reasoning_tokens": u.reasoning_tokens, "answer_tokens": answer}  # fmt: skip
+    return {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens}
+
+
+def answer_parser(think_tags: Sequence[tuple[str, str]]) -> Callable[[str | None], float | None]:
+    """The paper's first-number rule on the answer after any inline thought: what dispatch parses as replies
+    arrive (`score` reuses it); a thought that never closed is no answer."""
+    if not think_tags:
+        return parse_score
+    return lambda text: parse_score(split_reply(text, None, think_tags).answer)
 
 
 def score(
@@ -21,14 +36,17 @@ def score(
     seed: int,
     strict: bool = False,
     parsed_already: Mapping[str, float | None] | None = None,
+    think_tags: Sequence[tuple[str, str]] = (),
 ) -> list[Scored]:
     """Parse each output by the reference rule; an invalid one gets the seeded fallback draw.
 
     `parsed_already`: the first-number parses dispatch made as the answers arrived (harness/calling/dispatch.py
     `Replies.parsed`), so that no output is parsed twice; an output missing there is parsed here.
 
-    Each answered sample also gets its reason code (parsing.reason_code) and, with `strict`, the
-    `--parse strict` reading with the same fallback draw, so the two metric sets differ only in parsing.
+    The first-number rule reads the answer, after any thought (harness/scoring/reasoning.py, `think_tags` the
+    inline delimiters); the thought goes to `reasoning`. Each answered sample also gets its reason code
+    (parsing.reason_code) and, with `strict`, the `--parse strict` reading with the same fallback draw, so the
+    two metric sets differ only in parsing.
     """
     pairs = pair_ids(prep.dataset.examples) if prep.dataset.name == "csts" else {}
     label_range = prep.dataset.label_range
@@ -40,7 +58,9 @@ def score(
         if c is None:  # a dry run: no answer yet, never a fallback draw
             out.append(Scored(q.id, req.prompt, shot_ids, None, None, False, None, q.label, None, pairs.get(q.id)))
             continue
-        text, error = c.text, c.error
+        error = c.error
+        split = split_reply(c.text, c.reasoning, think_tags)
+        text = split.answer if split.answer is not None or c.text is None else ""  # a thought that never closed
         parsed = parsed_already[req.id] if req.id in parsed_already else parse_score(text)
         valid = parsed is not None
         parsed_strict = prediction_strict = None
@@ -52,7 +72,8 @@ def score(
             if strict:
                 parsed_strict = strict_score(text)
                 prediction_strict = fallback if parsed_strict is None else parsed_strict
-        reason = reason_code(text, parsed, label_range, c.finish_reason, c.refusal, error)
+        cut = thinking_cut_off(split, c.finish_reason, c.usage.reasoning_tokens)
+        reason = reason_code(text, parsed, label_range, c.finish_reason, c.refusal, error, cut)
         expected = mass = None
         if c.score_probs is not None and error is None:  # --scoring expected
             from harness.scoring.expected import expected_score  # with numpy, which only this needs here
@@ -81,6 +102,7 @@ def score(
                 truncated=c.truncated,
                 expected=expected,  # --scoring expected: never mixed into prediction
                 expected_mass=mass,
+                reasoning=split.thought,
             )
         )
     return out

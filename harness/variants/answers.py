@@ -21,6 +21,7 @@ from harness.config.settings import RunConfig
 from harness.inputs import read_bytes, read_text
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer
+from harness.scoring.reasoning import parse_tags, split_reply
 from harness.types import Completion, Example, HarnessError, Request
 
 ANSWER_TEMPLATE = "csts/qa-answer.j2"  # Figure 7
@@ -170,7 +171,9 @@ def generate_answers(
             error, model = None, f"from {config.answers}"
         else:
             c = completions[k.id]
-            text = clean_answer(c.text) if c.error is None else None
+            # The answer after any inline thought (harness/scoring/reasoning.py); a thought never closed: none.
+            answer = split_reply(c.text, None, parse_tags(config.think_tags)).answer
+            text = clean_answer(answer) if c.error is None else None
             error, model = c.error or (None if text else "empty answer"), acfg.model
         if text:
             answers[k] = text

@@ -17,8 +17,8 @@ from harness.calling.pricing import Price, usage
 from harness.config.settings import RunConfig
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer, template_name
-from harness.scoring.parsing import parse_score
-from harness.scoring.score import score
+from harness.scoring.reasoning import parse_tags
+from harness.scoring.score import answer_parser, score
 from harness.types import Completion, Dataset, Example, Request, Scored
 from harness.variants.answers import (
     AnswerKey,
@@ -129,8 +129,9 @@ def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price |
     prep = dataclasses.replace(prep, requests=requests)
     todo = tuple(r for r in requests if r.id not in failed)
     stats = DispatchStats()
-    replies = call(backend, todo, dispatch_options(config, price), stats, parse=parse_score)
+    tags = parse_tags(config.think_tags)  # the inline thought split off before the first-number rule
+    replies = call(backend, todo, dispatch_options(config, price), stats, parse=answer_parser(tags))
     completions = replies.completions | failed
-    samples = score(prep, completions, config.seed, config.parse == "strict", replies.parsed)
+    samples = score(prep, completions, config.seed, config.parse == "strict", replies.parsed, tags)
     metrics = {"usage": usage(completions, price, stats.paid_by_batch)} | stats.record() | {"answers": answer_metrics}
     return Outcome(samples, metrics, {"answers.jsonl": answers_file})

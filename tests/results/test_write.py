@@ -56,13 +56,14 @@ def test_samples_jsonl_lines_are_json_dumps_of_the_records_in_field_order(tmp_pa
     samples = [
         scored(0, prompt='é \u2028 " \\ \n</script>', usage={"input_tokens": 3, "output_tokens": 1}),
         scored(1, output=None, parsed=float("nan"), valid=False, prediction=None, error="timeout"),
-        scored(2, expected=2.5, expected_mass=0.9, label=None),
+        scored(2, expected=2.5, expected_mass=0.9, label=None, reasoning="2 or 3? <think>"),
     ]
     run_dir = write_run(tmp_path, "r1", CONFIG, samples, None).run_dir
     lines = (run_dir / "samples.jsonl").read_text(encoding="utf-8").split("\n")[:-1]  # not splitlines: U+2028
     assert lines == [json.dumps(sample_record(s), ensure_ascii=False) for s in samples]
     fields = [f.name for f in dataclasses.fields(Scored)]
-    assert list(sample_record(samples[0])) == [f for f in fields if f not in ("expected", "expected_mass")]
+    optional = ("expected", "expected_mass", "reasoning")  # written only where the sample has them
+    assert list(sample_record(samples[0])) == [f for f in fields if f not in optional]
     assert list(sample_record(samples[2])) == fields
 
 

@@ -88,6 +88,7 @@ def test_reason_codes(
 
 def test_every_reason_code_is_reachable() -> None:
     seen = {reason_code(t, parse_score(t), (1.0, 5.0), f, r, e) for t, f, r, e, _ in REASON_CASES}
+    seen.add(reason_code("", None, (1.0, 5.0), "length", thinking_cut_off=True))  # tests/scoring/test_reasoning.py
     assert seen == set(REASONS)
 
 

@@ -14,6 +14,7 @@ from typing import Literal, Protocol, cast
 from harness.calling.backends.base import Backend, api_key
 from harness.calling.backends.local_models import KNOWN_MODELS
 from harness.calling.backends.offline import OFFLINE_MODELS
+from harness.calling.backends.thinking import Thinking, thinking_for
 from harness.config.settings import SCORINGS, RunConfig
 from harness.types import HarnessError, Request
 
@@ -146,21 +147,20 @@ def chat_mode(config: RunConfig) -> bool:
             return False
 
 
-def output_budget(config: RunConfig, request: Request) -> int:
-    """What the run's backend's `output_budget` says of a request, without building it (--dry-run builds no
-    backend: no key, no engine): the openai backend's own rule; every other backend bills at most max_tokens."""
+def thinking(config: RunConfig) -> Thinking:
+    """The run's reasoning settings on its backend (harness/calling/backends/thinking.py), without building it."""
     try:
         name = backend_name(config)
     except HarnessError:
-        return request.max_tokens
-    if name != "openai":
-        return request.max_tokens
-    from harness.calling.backends import openai_names  # not .openai: a dry run imports no SDK
+        name = ""
+    api = config.api
+    return thinking_for(name, config.model, api.reasoning, api.reasoning_tokens, chat_mode(config), api.base_urls)
 
-    reasoning = config.api.reasoning
-    if reasoning is None:
-        reasoning = openai_names.is_reasoning_model(config.model)
-    return openai_names.output_budget(request, reasoning, config.api.reasoning_tokens)
+
+def output_budget(config: RunConfig, request: Request) -> int:
+    """What the run's backend's `output_budget` says of a request, without building it (--dry-run builds no
+    backend: no key, no engine): the answer's max_tokens, and a reasoning run's thinking budget."""
+    return thinking(config).max_tokens(request.max_tokens)
 
 
 def check_scoring(config: RunConfig) -> None:

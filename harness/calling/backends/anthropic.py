@@ -32,6 +32,7 @@ from harness.calling.backends.base import (
     usage_count,
 )
 from harness.calling.backends.http import Route
+from harness.calling.backends.thinking import thinking_for
 from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
@@ -60,6 +61,8 @@ def from_config(config: RunConfig) -> AnthropicBackend:
         chat=config.chat,
         stop=config.stop,
         max_tokens=config.max_tokens,
+        reasoning=api.reasoning,
+        reasoning_tokens=api.reasoning_tokens,
     )
 
 
@@ -79,6 +82,8 @@ class AnthropicBackend(RemoteBackend):
         chat: bool | None = None,
         stop: Sequence[str] = (),
         max_tokens: int = 20,
+        reasoning: bool | None = None,
+        reasoning_tokens: int = 2048,
     ) -> None:
         if chat is False:
             raise HarnessError(
@@ -90,6 +95,7 @@ class AnthropicBackend(RemoteBackend):
         self.chat = True
         self.stop = list(stop)
         self.max_tokens = max_tokens  # what describe() records; each Request carries its own
+        self.thinking = thinking_for("anthropic", model, reasoning, reasoning_tokens, True)  # only when asked
         headers = {"anthropic-version": LEGACY_API_VERSION} if greedy else None
         urls: Sequence[str | None] = list(base_urls) or [None]
         self.clients = [
@@ -113,8 +119,10 @@ class AnthropicBackend(RemoteBackend):
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": "user", "content": request.prompt}],
-            "max_tokens": request.max_tokens,
+            "max_tokens": self.thinking.max_tokens(request.max_tokens),
         }
+        if self.thinking.on:  # extended thinking: its budget, then the answer's tokens, within max_tokens
+            body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking.budget}
         if self.greedy:
             body["temperature"] = request.temperature
         if self.stop:
@@ -124,7 +132,14 @@ class AnthropicBackend(RemoteBackend):
     def describe(self) -> dict[str, object]:
         body = self.body(Request("", "", max_tokens=self.max_tokens))
         sent = {k: v for k, v in body.items() if k not in ("model", "messages")}
-        return {
+        thinking: dict[str, object] = {}
+        if self.thinking.on:  # recorded only when on: a plain run's record (and cache key) stays as it was
+            thinking = {
+                "reasoning_model": True,
+                "note": f"extended thinking: up to {self.thinking.budget} thinking tokens (billed as output) "
+                "before the answer's; the paper's 20-token budget is not applicable",
+            }
+        return thinking | {
             "api": "messages",
             "endpoint": self.endpoint,
             "chat": True,
@@ -142,7 +157,7 @@ class AnthropicBackend(RemoteBackend):
         }
 
     def output_budget(self, request: Request) -> int:
-        return request.max_tokens
+        return self.thinking.max_tokens(request.max_tokens)
 
     async def send(self, request: Request) -> Completion:
         body = self.body(request)
@@ -167,6 +182,7 @@ class AnthropicBackend(RemoteBackend):
         if not all(isinstance(t, str) for t in parts):
             raise MalformedReply("malformed reply: a text block without text")
         text = "".join(parts)  # type: ignore[arg-type]
+        thought = thinking_of(content)
         stop = data.get("stop_reason")
         stop = stop if isinstance(stop, str) else None
         refusal = None
@@ -174,7 +190,11 @@ class AnthropicBackend(RemoteBackend):
             refusal, text = clean_reply(text or "stop_reason: refusal", self._key)[0], ""
         text, truncated = clean_reply(text, self._key)
         usage = data.get("usage")
-        tokens = Usage(usage_count(usage, "input_tokens"), usage_count(usage, "output_tokens")) if usage else Usage()
+        details = usage.get("output_tokens_details") if isinstance(usage, dict) else None
+        tokens = Usage(
+            usage_count(usage, "input_tokens"), usage_count(usage, "output_tokens"),
+            usage_count(details, "thinking_tokens"),
+        ) if usage else Usage()  # fmt: skip
         served = data.get("model")
         return Completion(
             request_id,
@@ -185,11 +205,24 @@ class AnthropicBackend(RemoteBackend):
             served_model=served if isinstance(served, str) else None,
             truncated=truncated,
             rate_limit=limits,
+            reasoning=clean_reply(thought, self._key)[0] if thought is not None else None,
         )
 
     async def aclose(self) -> None:
         for route in self.routes:
             await route.aclose()
+
+
+def thinking_of(content: list[Any]) -> str | None:
+    """The thought of a reply with extended thinking: its `thinking` blocks' text, and a mark for each
+    `redacted_thinking` block (encrypted, unreadable); None where there are none."""
+    parts = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "thinking" and isinstance(block.get("thinking"), str):
+            parts.append(block["thinking"])
+        elif isinstance(block, dict) and block.get("type") == "redacted_thinking":
+            parts.append("[redacted thinking]")
+    return "\n\n".join(parts) if parts else None
 
 
 @contextlib.contextmanager

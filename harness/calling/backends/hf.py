@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.calling.backends import chat_mode, local_models
 from harness.calling.backends.base import LocalBackend
+from harness.calling.backends.thinking import Thinking, thinking_for, thinking_record
 from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.expected import score_token_value
 from harness.types import Completion, HarnessError, Request, Usage
@@ -58,7 +59,9 @@ class _Loaded:
 
 def from_config(config: RunConfig) -> HFBackend:
     """The run's model: --model a hub id, local path or packaged name, --scoring expected."""
-    return HFBackend(config.model, config.local, expected=config.scoring == "expected", chat=chat_mode(config))
+    api, chat = config.api, chat_mode(config)
+    thinking = thinking_for("hf", config.model, api.reasoning, api.reasoning_tokens, chat)
+    return HFBackend(config.model, config.local, expected=config.scoring == "expected", chat=chat, thinking=thinking)
 
 
 class HFBackend(LocalBackend):
@@ -66,11 +69,19 @@ class HFBackend(LocalBackend):
 
     name = "hf"
 
-    def __init__(self, model: str, options: LocalOptions, expected: bool = False, chat: bool = False) -> None:
+    def __init__(
+        self,
+        model: str,
+        options: LocalOptions,
+        expected: bool = False,
+        chat: bool = False,
+        thinking: Thinking | None = None,
+    ) -> None:
         self.model = model
         self.options = options
         self.expected = expected
         self.chat = chat  # --chat: apply the model's chat template (off: raw text, as the paper sent)
+        self.thinking = thinking or Thinking(False, 0)  # harness/calling/backends/thinking.py
         self.torch, self.transformers = require_hf()
         # A packaged model (smollm2-135m): checked now (package installed?), converted on first load.
         self._packaged = local_models.weights_identity(model) if local_models.is_known(model) else None
@@ -94,7 +105,7 @@ class HFBackend(LocalBackend):
             record["packaged_weights"] = self._packaged
         if self.expected:
             record["score_probs"] = "softmax of the first output position's logits, summed per integer token 0-10"
-        return record
+        return record | thinking_record(self.thinking)
 
     def source(self) -> str:
         """What from_pretrained loads: the converted folder of a packaged model, else the name as given."""
@@ -145,7 +156,11 @@ class HFBackend(LocalBackend):
         tok = self.load().tokenizer
         if self.chat:
             conversations = [[{"role": "user", "content": r.prompt}] for r in requests]
-            texts = [tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
+            switch = self.thinking.switch  # Qwen3's enable_thinking; a template without the switch ignores it
+            extra = {"enable_thinking": switch} if switch is not None else {}
+            texts = [
+                tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True, **extra) for c in conversations
+            ]
             ids = tok(texts, add_special_tokens=False)["input_ids"]  # the template already holds them
         else:
             ids = tok([r.prompt for r in requests])["input_ids"]
@@ -158,7 +173,7 @@ class HFBackend(LocalBackend):
         lm = self.load()
         items = []
         for item in self.tokenize(requests):
-            error = _refusal(item, lm)
+            error = _refusal(item, lm, self.budget(item.request))
             if error is not None:
                 yield Completion(item.request.id, None, error=error)
             else:
@@ -209,7 +224,7 @@ class HFBackend(LocalBackend):
             out = lm.model.generate(
                 input_ids=input_ids,
                 attention_mask=attention_mask,
-                max_new_tokens=max(it.request.max_tokens for it in batch),
+                max_new_tokens=max(self.budget(it.request) for it in batch),
                 do_sample=False,
                 num_beams=1,
                 pad_token_id=pad,
@@ -222,12 +237,17 @@ class HFBackend(LocalBackend):
         new = sequences[:, 1:] if lm.encoder_decoder else sequences[:, width:]
         completions = []
         for it, tokens, p in zip(batch, new.tolist(), probs, strict=True):
-            kept = _until_eos(tokens[: it.request.max_tokens], lm.eos_ids)
+            budget = self.budget(it.request)
+            kept = _until_eos(tokens[:budget], lm.eos_ids)
             text = lm.tokenizer.decode(kept, skip_special_tokens=True)
             usage = Usage(len(it.ids), len(kept))
-            finish = _finish_reason(kept, it.request.max_tokens, lm.eos_ids)
+            finish = _finish_reason(kept, budget, lm.eos_ids)
             completions.append(Completion(it.request.id, text, usage=usage, score_probs=p, finish_reason=finish))
         return completions
+
+    def budget(self, request: Request) -> int:
+        """New tokens for a request: its answer's, and a reasoning run's thinking budget."""
+        return self.thinking.max_tokens(request.max_tokens)
 
     def _first_position_probs(self, logits: Any, lm: _Loaded) -> list[dict[str, float]]:
         """Per row: {integer: probability} at the first output position, over the whole vocabulary (float32)."""
@@ -254,14 +274,13 @@ def _score_tokens(tokenizer: Any) -> dict[int, str]:
     return found
 
 
-def _refusal(item: _Item, lm: _Loaded) -> str | None:
+def _refusal(item: _Item, lm: _Loaded, budget: int) -> str | None:
     """Why a request cannot be run (its prompt plus answer exceed a decoder-only model's context), or None."""
     if item.request.temperature != 0:
         return f"the hf backend decodes greedily only (temperature 0), got {item.request.temperature}"
-    if lm.max_positions is not None and len(item.ids) + item.request.max_tokens > lm.max_positions:
+    if lm.max_positions is not None and len(item.ids) + budget > lm.max_positions:
         return (
-            f"prompt of {len(item.ids)} tokens plus {item.request.max_tokens} new ones exceeds "
-            f"the model's context of {lm.max_positions}"
+            f"prompt of {len(item.ids)} tokens plus {budget} new ones exceeds the model's context of {lm.max_positions}"
         )
     return None
 

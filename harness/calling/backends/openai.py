@@ -32,9 +32,8 @@ from harness.calling.backends.openai_errors import sdk_errors
 from harness.calling.backends.openai_names import (  # the pure name rules, shared with --dry-run
     DEFAULT_REASONING_TOKENS,
     default_chat,
-    is_reasoning_model,
-    output_budget,
 )
+from harness.calling.backends.thinking import thinking_for
 from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
@@ -95,10 +94,12 @@ class OpenAIBackend(RemoteBackend):
             )
         self.model = model
         self._key = api_key
-        self.reasoning = is_reasoning_model(model) if reasoning is None else reasoning
+        self.chat = chat if chat is not None else default_chat(model, base_urls)
+        # harness/calling/backends/thinking.py: OpenAI's reasoning models by name, open ones at a server too
+        self.thinking = thinking_for("openai", model, reasoning, reasoning_tokens, self.chat, base_urls)
+        self.reasoning = self.thinking.on
         self.reasoning_tokens = reasoning_tokens
         self.reasoning_effort = reasoning_effort
-        self.chat = chat if chat is not None else default_chat(model, base_urls)
         self.stop = list(stop)
         self.max_tokens = max_tokens  # what describe() records; each Request carries its own
         urls: Sequence[str | None] = list(base_urls) or [None]  # None: the SDK's default (or OPENAI_BASE_URL)
@@ -116,12 +117,14 @@ class OpenAIBackend(RemoteBackend):
 
     def params(self, request: Request) -> dict[str, Any]:
         """The decoding fields of the request body."""
-        if self.reasoning:
+        if self.reasoning and self.thinking.combined:  # OpenAI's reasoning models
             params: dict[str, Any] = {"max_completion_tokens": self.reasoning_tokens}
             if self.reasoning_effort is not None:
                 params["reasoning_effort"] = self.reasoning_effort
-        else:
-            params = {"max_tokens": request.max_tokens, "temperature": request.temperature}
+        else:  # an open reasoning model's thought and answer share max_tokens
+            params = {"max_tokens": self.thinking.max_tokens(request.max_tokens), "temperature": request.temperature}
+        if self.thinking.switch is not None:  # vLLM, SGLang, llama.cpp: the chat template's thinking switch
+            params["chat_template_kwargs"] = {"enable_thinking": self.thinking.switch}
         if self.stop:
             params["stop"] = list(self.stop)
         return params
@@ -148,7 +151,12 @@ class OpenAIBackend(RemoteBackend):
             "reasoning_model": self.reasoning,
             "deterministic": sent.get("temperature") == 0.0,
         }
-        if self.reasoning:
+        if self.reasoning and not self.thinking.combined:
+            record["note"] = (
+                f"open reasoning model: {self.reasoning_tokens} thinking tokens plus the answer's in max_tokens; "
+                "the paper's 20-token budget is not applicable"
+            )
+        elif self.reasoning:
             record["omitted"] = ["temperature", "max_tokens"]
             record["note"] = (
                 "reasoning model: it rejects temperature and max_tokens, and its hidden reasoning tokens count "
@@ -157,7 +165,7 @@ class OpenAIBackend(RemoteBackend):
         return record
 
     def output_budget(self, request: Request) -> int:
-        return output_budget(request, self.reasoning, self.reasoning_tokens)
+        return self.thinking.max_tokens(request.max_tokens)
 
     async def send(self, request: Request) -> Completion:
         body = self.body(request)
@@ -167,9 +175,12 @@ class OpenAIBackend(RemoteBackend):
 
     def _capture_call(self, body: dict[str, Any]) -> Callable[[AsyncOpenAI], Awaitable[Any]]:
         """The SDK's own typed call for this body, run once per base URL by http.capture."""
+        # Fields the SDK's create() has no argument for (a server's chat_template_kwargs) travel in extra_body.
+        fields = {k: v for k, v in body.items() if k != "chat_template_kwargs"}
+        extra = {"chat_template_kwargs": body["chat_template_kwargs"]} if "chat_template_kwargs" in body else None
         if self.chat:
-            return lambda c: c.chat.completions.create(**body)
-        return lambda c: c.completions.create(**body)
+            return lambda c: c.chat.completions.create(**fields, extra_body=extra)
+        return lambda c: c.completions.create(**fields, extra_body=extra)
 
     def completion_from(self, request_id: str, data: Any, limits: RateLimit | None = None) -> Completion:
         """A reply's JSON as a Completion, whether it came one by one or in a batch's output file
@@ -186,20 +197,22 @@ class OpenAIBackend(RemoteBackend):
             if not isinstance(message, dict):
                 raise MalformedReply("malformed reply: a choice without a message")
             text, refusal = message.get("content"), message.get("refusal")
+            thought = reasoning_of(message)
         else:
             text = choice.get("text")
+            thought = reasoning_of(choice)
         if not isinstance(text, str | None) or not isinstance(refusal, str | None):
             raise MalformedReply("malformed reply: the text is not a string")
         if refusal is not None:  # the model declined: an answer (scored invalid), its words kept
             refusal, _ = clean_reply(refusal, self._key)
             text = ""
         elif text is None:
-            if finish not in ("length", "content_filter"):
+            if finish not in ("length", "content_filter") and thought is None:
                 raise MalformedReply(f"malformed reply: no text and no refusal (finish_reason {finish!r})")
-            text = ""  # cut off before any text, or filtered: the model's (empty) answer
+            text = ""  # cut off before any text, filtered, or a thought with no answer: the model's (empty) answer
         text, truncated = clean_reply(text, self._key)
         usage = data.get("usage")
-        tokens = Usage(usage_count(usage, "prompt_tokens"), usage_count(usage, "completion_tokens"))
+        tokens = Usage(usage_count(usage, "prompt_tokens"), usage_count(usage, "completion_tokens"), hidden(usage))
         served = data.get("model")
         return Completion(
             request_id,
@@ -210,6 +223,7 @@ class OpenAIBackend(RemoteBackend):
             served_model=served if isinstance(served, str) else None,
             truncated=truncated,
             rate_limit=limits,
+            reasoning=clean_reply(thought, self._key)[0] if thought is not None else None,
         )
 
     def served_models(self) -> list[str] | None:
@@ -239,3 +253,19 @@ class OpenAIBackend(RemoteBackend):
     async def aclose(self) -> None:
         for route in self.routes:
             await route.aclose()
+
+
+def reasoning_of(part: dict[str, Any]) -> str | None:
+    """The thought a server returned beside the answer: `reasoning_content` (vLLM before 0.10, SGLang, llama.cpp's
+    server, DeepSeek's API) or `reasoning` (vLLM since); None where there is none."""
+    for name in ("reasoning_content", "reasoning"):
+        value = part.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def hidden(usage: Any) -> int:
+    """Reasoning tokens the reply reports: OpenAI's `completion_tokens_details.reasoning_tokens`; 0 where absent."""
+    details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
+    return usage_count(details, "reasoning_tokens")

@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.calling.backends import chat_mode
 from harness.calling.backends.base import LocalBackend
+from harness.calling.backends.thinking import Thinking, thinking_for, thinking_record
 from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.expected import collect_score_probs
 from harness.types import Completion, HarnessError, Request, Usage
@@ -24,8 +25,10 @@ SCORE_LOGPROBS = 20
 
 def from_config(config: RunConfig) -> VllmBackend:
     """The run's engine: --model a hub id or local path, --seed, --scoring expected."""
+    api, chat = config.api, chat_mode(config)
+    thinking = thinking_for("vllm", config.model, api.reasoning, api.reasoning_tokens, chat)
     expected = config.scoring == "expected"
-    return VllmBackend(config.model, config.local, seed=config.seed, expected=expected, chat=chat_mode(config))
+    return VllmBackend(config.model, config.local, seed=config.seed, expected=expected, chat=chat, thinking=thinking)
 
 
 class VllmBackend(LocalBackend):
@@ -46,6 +49,7 @@ class VllmBackend(LocalBackend):
         sampling_params: Callable[..., Any] | None = None,
         expected: bool = False,
         chat: bool = False,
+        thinking: Thinking | None = None,
     ) -> None:
         if llm_factory is None or sampling_params is None:
             try:
@@ -59,6 +63,7 @@ class VllmBackend(LocalBackend):
         self.seed = seed
         self.expected = expected
         self.chat = chat  # --chat: apply the model's chat template (off: raw text, as the paper sent)
+        self.thinking = thinking or Thinking(False, 0)  # harness/calling/backends/thinking.py
         self._llm_factory = llm_factory
         self._sampling_params = sampling_params
         self._llm: Any = None
@@ -90,6 +95,7 @@ class VllmBackend(LocalBackend):
         }
         if self.expected:
             record["score_probs"] = f"SamplingParams(logprobs={SCORE_LOGPROBS}): first position, per integer token"
+        record |= thinking_record(self.thinking)
         return record
 
     def engine(self) -> Any:
@@ -103,12 +109,10 @@ class VllmBackend(LocalBackend):
         made: dict[tuple[int, float], Any] = {}
         per_request = []
         for r in requests:
-            key = (r.max_tokens, r.temperature)
+            key = (self.thinking.max_tokens(r.max_tokens), r.temperature)
             if key not in made:
                 extra = {"logprobs": SCORE_LOGPROBS} if self.expected else {}
-                made[key] = self._sampling_params(
-                    temperature=r.temperature, max_tokens=r.max_tokens, seed=self.seed, **extra
-                )
+                made[key] = self._sampling_params(temperature=r.temperature, max_tokens=key[0], seed=self.seed, **extra)
             per_request.append(made[key])
         return per_request[0] if len(made) == 1 else per_request
 
@@ -122,7 +126,9 @@ class VllmBackend(LocalBackend):
         try:
             if self.chat:
                 conversations = [[{"role": "user", "content": r.prompt}] for r in requests]
-                outputs = llm.chat(conversations, params, use_tqdm=True)
+                switch = self.thinking.switch
+                kwargs = {"chat_template_kwargs": {"enable_thinking": switch}} if switch is not None else {}
+                outputs = llm.chat(conversations, params, use_tqdm=True, **kwargs)
             else:
                 outputs = llm.generate([r.prompt for r in requests], params, use_tqdm=True)
         except ValueError as e:  # vLLM validates every prompt (length, chat template) before it runs any
@@ -143,4 +149,11 @@ def completion_from(request_id: str, out: Any) -> Completion:
     probs = None
     if positions:
         probs = collect_score_probs(((lp.decoded_token or "", lp.logprob) for lp in positions[0].values()), True)
-    return Completion(request_id, sample.text, usage=usage, score_probs=probs)
+    finish = getattr(sample, "finish_reason", None)  # "stop" or "length": a thought cut off is told apart
+    return Completion(
+        request_id,
+        sample.text,
+        usage=usage,
+        score_probs=probs,
+        finish_reason=finish if isinstance(finish, str) else None,
+    )

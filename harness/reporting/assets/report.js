@@ -38,7 +38,7 @@
 
   function haystack(s) {
     if (s.hay === null) {
-      s.hay = [s.id, s.output || "", s.error || "", s.refusal || "", promptText(s.prompt)].join("\n").toLowerCase();
+      s.hay = [s.id, s.output || "", s.error || "", s.refusal || "", s.reasoning || "", promptText(s.prompt)].join("\n").toLowerCase();
     }
     return s.hay;
   }
@@ -69,9 +69,16 @@
     var parts = [h("pre", { cls: "reply", text: s.output == null ? "(no reply)" : s.output })];
     if (s.error) parts.push(h("pre", { cls: "error", text: "error: " + s.error }));
     if (s.refusal) parts.push(h("div", { cls: "meta", text: "refusal: " + s.refusal }));
+    if (s.reasoning) {  // the thought, folded under the answer the first-number rule read
+      parts.push(h("details", { cls: "thought" }, [
+        h("summary", { text: "thought (" + count(s.reasoning.length) + " characters)" }),
+        h("pre", { cls: "reasoning", text: s.reasoning }),
+      ]));
+    }
     var meta = [];
     if (s.served_model) meta.push("served by " + s.served_model);
     if (s.input_tokens != null) meta.push("tokens " + s.input_tokens + " in / " + s.output_tokens + " out");
+    if (s.reasoning_tokens) meta.push(s.reasoning_tokens + " of them reasoning");
     if (meta.length) parts.push(h("div", { cls: "meta", text: meta.join(" · ") }));
     if (withPrompt) {
       var pre = h("pre", { cls: "prompt" });
