@@ -12,10 +12,19 @@ from pathlib import Path
 from harness.calling.backends import BACKENDS, Description, described
 from harness.calling.pricing import price_for
 from harness.config.settings import RunConfig
+from harness.scoring.reasoning import parse_tags
 from harness.types import HarnessError
 
 LOCAL_PATH = ("/", "./", "../", "~")  # a --model that names a directory rather than a hub id
 ANTHROPIC_MIN_THINKING = 1024  # the API's smallest thinking.budget_tokens
+
+
+def check_think_tags(config: RunConfig) -> None:
+    """--think-tags: format names or 'OPEN CLOSE' pairs (harness/scoring/reasoning.py)."""
+    try:
+        parse_tags(config.think_tags)
+    except ValueError as e:
+        raise HarnessError(f"--think-tags: {e}") from None
 
 
 def check_model(config: RunConfig, model: str, name: str, generates: bool) -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from harness.config.settings import PARSE_MODES, SCORINGS, SHOT_SAMPLERS, VARIANTS, RunConfig
 from harness.inputs import check_regular
-from harness.scoring.reasoning import parse_tags
 from harness.types import HarnessError
 
 # --run-id: a folder name holds 255 bytes; ".ID.staging-PID-XXXXXXXX" beside it needs ~35 more (results/claims.py).
@@ -95,10 +94,6 @@ def check_names(config: RunConfig) -> None:
             raise HarnessError(f"unknown {flag} {value!r}; choose from {', '.join(choices)}")
     if any(not s for s in config.stop):
         raise HarnessError("--stop needs a non-empty string")
-    try:
-        parse_tags(config.think_tags)
-    except ValueError as e:
-        raise HarnessError(f"--think-tags: {e}") from None
 
 
 def check_files(config: RunConfig) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.calling.backends import backend_name, check_scoring, described
-from harness.calling.validate import check_model
+from harness.calling.validate import check_model, check_think_tags
 from harness.config.settings import RunConfig
 from harness.config.validate import validate
 from harness.types import HarnessError
@@ -21,6 +21,7 @@ from harness.variants.answers import answer_config, check_answer_backend, read_a
 def validate_run(config: RunConfig) -> None:
     """Raise HarnessError (one line) for the first thing wrong with this configuration."""
     validate(config)
+    check_think_tags(config)
     if config.answers is not None:
         read_answers(Path(config.answers))  # parsed now, so a dry run refuses a broken file as a real run does
     # (model, backend, whether it generates text): the scorer, and the answer model of the qa variants

@@ -68,7 +68,8 @@ class ThinkingLLM:
 def test_vllm_passes_the_switch_and_the_total_budget() -> None:
     backend = VllmBackend(
         "Qwen/Qwen3-8B",
-        LocalOptions(chat=True),
+        LocalOptions(),
+        chat=True,
         llm_factory=ThinkingLLM,
         sampling_params=lambda **kw: kw,
         thinking=Thinking(True, 1000, True),
@@ -103,7 +104,7 @@ def test_hf_renders_the_templates_thinking_switch(qwen3_style_dir: Path) -> None
     from harness.calling.backends.hf import HFBackend
 
     def prompt(switch: bool | None) -> str:
-        backend = HFBackend(str(qwen3_style_dir), LocalOptions(chat=True), thinking=Thinking(True, 4, switch))
+        backend = HFBackend(str(qwen3_style_dir), LocalOptions(), chat=True, thinking=Thinking(True, 4, switch))
         (item,) = backend.tokenize([Request("q", "Rate 1-5.")])
         return str(backend.load().tokenizer.decode(item.ids))
 
@@ -115,7 +116,7 @@ def test_hf_renders_the_templates_thinking_switch(qwen3_style_dir: Path) -> None
 def test_hf_generates_the_thinking_budget_and_says_when_it_ran_out(qwen3_style_dir: Path) -> None:
     from harness.calling.backends.hf import HFBackend
 
-    backend = HFBackend(str(qwen3_style_dir), LocalOptions(chat=True), thinking=Thinking(True, 6, True))
+    backend = HFBackend(str(qwen3_style_dir), LocalOptions(), chat=True, thinking=Thinking(True, 6, True))
 
     async def collect() -> list[Completion]:
         return [c async for c in backend.complete([Request("q", "Rate 1-5.", max_tokens=2)])]
