@@ -49,17 +49,18 @@ def cmd_errors(argv: Sequence[str]) -> int:
     from harness.datasets.load import load_dataset
     from harness.results.write import write_atomic
     from harness.scoring.errors import identify
-    from harness.variants.error_id import HASH_MODEL, backend_embedder, hash_embedder, items_from
+    from harness.variants.error_id import HASH_MODEL, Embedder, backend_embedder, hash_embedder, items_from
 
     a = errors_parser().parse_args(argv)
     out = a.out or a.run / f"errors-{a.distribution}"
     check_output(out, "--out", directory=True)
     dataset = load_dataset("csts", "validation", a.data_dir, a.archive, a.password_file)
     reannotated = load_reannotated(a.labels_file or REANNOTATED_TSV)
-    if a.embed_model == HASH_MODEL:
-        embed = hash_embedder
-    else:
-        embed = backend_embedder(a.embed_model, a.embed_backend, tuple(a.base_url), a.run.parent)
+    embed: Embedder = (
+        hash_embedder
+        if a.embed_model == HASH_MODEL
+        else backend_embedder(a.embed_model, a.embed_backend, tuple(a.base_url), a.run.parent)
+    )
     items, left_out = items_from(dataset.examples, a.run / "answers.jsonl", reannotated, embed)
     result = identify(items, a.distribution, a.k_max, a.seed)
     scores: dict[str, Any] = {

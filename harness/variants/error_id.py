@@ -116,4 +116,3 @@ def items_from(
         for e, a1, a2, label in rows
     ]
     return items, left_out
-
