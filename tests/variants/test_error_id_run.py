@@ -82,3 +82,14 @@ def test_a_folder_without_answers_is_one_line(
     (tmp_path / "run").mkdir()
     assert main(["errors", str(tmp_path / "run"), "--data-dir", str(csts_dir), "--embed-model", "hash"]) == 2
     assert "answers.jsonl not found" in capsys.readouterr().err
+
+
+def test_the_readme_command_runs(csts_dir: Path, tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    line = next(x for x in readme.splitlines() if x.startswith("python run_eval.py errors") and "hash" in x)
+    labels = _labels_file(csts_dir, tmp_path / "reannotated.tsv")
+    with FakeServer(answer=fake_answer) as server:
+        assert main(args(csts_dir, tmp_path, "qa", server, "--variant", "qa")) == 0
+    words = line.replace("results/<qa-run>", str(tmp_path / "qa")).replace("<csts-dir>", str(csts_dir)).split()
+    assert main([*words[2:], "--labels-file", str(labels)]) == 0
+    assert json.loads((tmp_path / "qa" / "errors-even" / "scores.json").read_text())["k_max"] == 6
