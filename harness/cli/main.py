@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.calling.batch.options import EXIT_BATCH_PENDING
 from harness.cli.configs import config_from_args, grid_from_args
+from harness.cli.errors import cmd_errors
 from harness.cli.options import Parser, add_data_args, run_parser
 from harness.cli.summary import print_dry_run, print_summary
 from harness.config.settings import RunConfig
@@ -224,6 +225,7 @@ COMMANDS = {  # keys as in options.COMMAND_HELP, which `run_eval.py --help` list
     "report": cmd_report,
     "compare": cmd_compare,
     "batches": cmd_batches,
+    "errors": cmd_errors,
 }
 
 

@@ -36,6 +36,7 @@ COMMAND_HELP = {
     "report": "tables (md/csv/tex), plots and CIs from run or sweep folders; calls no model",
     "compare": "paired comparison of two runs on the items both answered",
     "batches": "the batches submitted with --batch: pending, finished, expired, with counts; calls no API",
+    "errors": "annotation-error candidates from a qa run's answers (Tu et al. 2024, §4.2), scored",
 }
 EXIT_CODES = """exit status:
   0    every query has a prediction

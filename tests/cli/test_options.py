@@ -10,6 +10,7 @@ import pytest
 
 from harness.cli import main as cli
 from harness.cli.batches import batches_parser
+from harness.cli.errors import errors_parser
 from harness.cli.options import COMMAND_HELP, HelpFormatter, run_parser
 from tests.conftest import ROOT
 
@@ -21,6 +22,7 @@ PARSERS = {
     "report": cli.report_parser,
     "compare": cli.compare_parser,
     "batches": batches_parser,
+    "errors": errors_parser,
 }
 
 

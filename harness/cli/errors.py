@@ -1,0 +1,91 @@
+"""`run_eval.py errors RUN_FOLDER`: Tu et al. (2024, §4.2)'s annotation-error identification from a qa run's
+answers; writes the candidates and the scores into one folder and prints the scores."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.cli.options import Parser, add_data_args
+from harness.inputs import check_output
+
+DEFAULT_EMBED_MODEL = "text-embedding-ada-002"  # Tu et al. 2024, §4.1
+
+
+def errors_parser() -> Parser:
+    p = Parser(
+        prog="run_eval.py errors",
+        description="Annotation-error candidates (Tu et al. 2024, §4.2) from a finished --variant qa/qa-embed run on "
+        "the C-STS validation split: k-means over answer pairs, cosine ranks mapped to labels 1-5, fitted on one "
+        "half, scored on the other against the re-annotated labels.",
+    )
+    p.add_argument("run", type=Path, help="a finished qa or qa-embed run folder (its answers.jsonl)")
+    p.add_argument(
+        "--distribution",
+        default="reannotated",
+        choices=["even", "original", "reannotated"],
+        help="how ranks map to labels: 20%% each, or as the fitting half's original or re-annotated labels fall",
+    )
+    p.add_argument("--k-max", type=int, default=20, help="clusters tried, 1..K (the best F1 on the fitting half wins)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the half split and of k-means")
+    p.add_argument(
+        "--embed-model",
+        default=DEFAULT_EMBED_MODEL,
+        help="embedding model (OpenAI, a --base-url server, or a sentence-transformers dir with --embed-backend); "
+        "'hash' is an offline hashed bag of words, for checks only",
+    )
+    p.add_argument("--embed-backend", help="backend of --embed-model (default: from its name)")
+    p.add_argument("--base-url", action="append", default=[], help="OpenAI-compatible server URL (default: OpenAI's)")
+    p.add_argument("--labels-file", type=Path, help="re-annotated labels TSV (default: the bundled Tu et al. file)")
+    p.add_argument("--out", type=Path, help="output folder (default: RUN/errors-DISTRIBUTION)")
+    add_data_args(p)
+    return p
+
+
+def cmd_errors(argv: Sequence[str]) -> int:
+    from harness.datasets.labels import REANNOTATED_TSV, load_reannotated
+    from harness.datasets.load import load_dataset
+    from harness.results.write import write_atomic
+    from harness.scoring.errors import identify
+    from harness.variants.error_id import HASH_MODEL, Embedder, backend_embedder, hash_embedder, items_from
+
+    a = errors_parser().parse_args(argv)
+    out = a.out or a.run / f"errors-{a.distribution}"
+    check_output(out, "--out", directory=True)
+    dataset = load_dataset("csts", "validation", a.data_dir, a.archive, a.password_file)
+    reannotated = load_reannotated(a.labels_file or REANNOTATED_TSV)
+    embed: Embedder = (
+        hash_embedder
+        if a.embed_model == HASH_MODEL
+        else backend_embedder(a.embed_model, a.embed_backend, tuple(a.base_url), a.run.parent)
+    )
+    items, left_out = items_from(dataset.examples, a.run / "answers.jsonl", reannotated, embed)
+    result = identify(items, a.distribution, a.k_max, a.seed)
+    scores: dict[str, Any] = {
+        "run": str(a.run),
+        "embed_model": a.embed_model,
+        "distribution": result.distribution,
+        "proportions": [round(x, 6) for x in result.proportions],
+        "seed": a.seed,
+        "k_max": a.k_max,
+        "instances": len(items),
+        "left_out": left_out,
+        "best_k": result.best_k,
+        "test": result.test.record(),
+        "no_cluster": result.no_cluster.record(),
+        "fit_f1_by_k": result.fit_f1_by_k,
+        "test_f1_by_k": result.test_f1_by_k,
+    }
+    candidates = "".join(json.dumps(r) + "\n" for r in result.rows)
+    write_atomic(out / "candidates.jsonl", candidates)
+    write_atomic(out / "scores.json", json.dumps(scores, indent=2) + "\n")
+    t, n = result.test, result.no_cluster
+    print(f"error identification ({result.distribution} distribution, {a.embed_model}): {len(items)} instances")
+    print(f"  best K (fitting half): {result.best_k}")
+    print(f"  held-out half, K={result.best_k}: P {t.precision:.3f}  R {t.recall:.3f}  F1 {t.f1:.3f}")
+    print(f"  held-out half, no cluster: P {n.precision:.3f}  R {n.recall:.3f}  F1 {n.f1:.3f}")
+    print(f"  candidates: {sum(r['candidate'] for r in result.rows)} of {len(result.rows)}")
+    print(f"results: {out}")
+    return 0

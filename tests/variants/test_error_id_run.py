@@ -1,0 +1,95 @@
+"""`run_eval.py errors` end to end: a real qa run against tests/fake_server.py, then error identification on its
+answers.jsonl (offline hash embeddings, and the OpenAI embeddings path against the same fake server)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import main
+from harness.datasets.load import load_dataset
+from harness.scoring.errors import rank_labels
+from tests.fake_server import FakeServer
+from tests.variants.test_qa_run import args, fake_answer
+
+
+def _labels_file(csts_dir: Path, path: Path) -> Path:
+    """Synthetic re-annotated labels for the synthetic validation split: some differ, one is invalid (-1)."""
+    rows = load_dataset("csts", "validation", data_dir=csts_dir).examples
+    rng = random.Random(0)
+    lines = ["uid\treannotated-label"]
+    for e in rows:
+        label = -1 if e.id == "0" else (int(e.label) if rng.random() < 0.5 else rng.randint(1, 5))  # type: ignore[arg-type]
+        lines.append(f"{e.id}\t{label}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _brute_force(rows: list[dict]) -> tuple[float, float, float]:
+    flagged = {r["uid"] for r in rows if r["rank_label"] != r["original"]}
+    errors = {r["uid"] for r in rows if r["reannotated"] != r["original"]}
+    p = len(flagged & errors) / len(flagged) if flagged else 0.0
+    r = len(flagged & errors) / len(errors) if errors else 0.0
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+@pytest.mark.parametrize("embedder", ["hash", "openai"])
+def test_errors_from_a_qa_run(
+    csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], embedder: str
+) -> None:
+    labels = _labels_file(csts_dir, tmp_path / "reannotated.tsv")
+    with FakeServer(answer=fake_answer) as server:
+        assert main(args(csts_dir, tmp_path, "qa", server, "--variant", "qa")) == 0
+        run = tmp_path / "qa"
+        argv = ["errors", str(run), "--data-dir", str(csts_dir), "--labels-file", str(labels), "--k-max", "6"]
+        argv += ["--distribution", "even"]
+        if embedder == "hash":
+            argv += ["--embed-model", "hash"]
+        else:
+            argv += ["--embed-model", "text-embedding-3-small", "--base-url", server.openai_url]
+        capsys.readouterr()
+        assert main(argv) == 0
+    if embedder == "openai":
+        assert any(c.path == "/v1/embeddings" for c in server.calls)
+    out = run / "errors-even"
+    scores = json.loads((out / "scores.json").read_text())
+    rows = [json.loads(line) for line in (out / "candidates.jsonl").read_text().splitlines()]
+    n_rows = len(load_dataset("csts", "validation", data_dir=csts_dir).examples)
+    assert scores["left_out"] == {"no answer": 0, "no re-annotated label": 1}
+    assert scores["instances"] == n_rows - 1 and len(rows) == (n_rows - 1) // 2  # the held-out half
+    assert 1 <= scores["best_k"] <= 6 and scores["proportions"] == [0.2] * 5
+    assert (scores["test"]["precision"], scores["test"]["recall"], scores["test"]["f1"]) == pytest.approx(
+        _brute_force(rows)
+    )
+    # Within each cluster the rank labels are the even mapping of the cosines (ties by uid).
+    for c in {r["cluster"] for r in rows}:
+        members = [r for r in rows if r["cluster"] == c]
+        expected = rank_labels([r["cosine"] for r in members], [0.2] * 5, [r["uid"] for r in members])
+        assert [r["rank_label"] for r in members] == expected
+    printed = capsys.readouterr().out
+    assert f"best K (fitting half): {scores['best_k']}" in printed and f"results: {out}" in printed
+    assert f"F1 {scores['test']['f1']:.3f}" in printed
+    # Never the C-STS text: uids and numbers only.
+    assert set(rows[0]) == {"uid", "cluster", "cosine", "rank_label", "original", "reannotated", "candidate", "error"}
+
+
+def test_a_folder_without_answers_is_one_line(
+    csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "run").mkdir()
+    assert main(["errors", str(tmp_path / "run"), "--data-dir", str(csts_dir), "--embed-model", "hash"]) == 2
+    assert "answers.jsonl not found" in capsys.readouterr().err
+
+
+def test_the_readme_command_runs(csts_dir: Path, tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    line = next(x for x in readme.splitlines() if x.startswith("python run_eval.py errors") and "hash" in x)
+    labels = _labels_file(csts_dir, tmp_path / "reannotated.tsv")
+    with FakeServer(answer=fake_answer) as server:
+        assert main(args(csts_dir, tmp_path, "qa", server, "--variant", "qa")) == 0
+    words = line.replace("results/<qa-run>", str(tmp_path / "qa")).replace("<csts-dir>", str(csts_dir)).split()
+    assert main([*words[2:], "--labels-file", str(labels)]) == 0
+    assert json.loads((tmp_path / "qa" / "errors-even" / "scores.json").read_text())["k_max"] == 6
