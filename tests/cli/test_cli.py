@@ -29,7 +29,8 @@ def test_offline_stsb_run_writes_a_complete_folder(tmp_path: Path, capsys: pytes
     )
     run_dir = _only_run_dir(tmp_path)
     assert run_dir.name.startswith("stsb-validation-overlap-k2-short-")
-    assert sorted(p.name for p in run_dir.iterdir()) == ["config.json", "manifest.json", "metrics.json", "samples.jsonl"]
+    names = sorted(p.name for p in run_dir.iterdir())
+    assert names == ["config.json", "manifest.json", "metrics.json", "samples.jsonl"]
     samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 30
     assert set(samples[0]) == {
