@@ -158,18 +158,21 @@ def test_text_is_never_html_escaped() -> None:
 
 
 def test_a_template_edited_after_loading_does_not_change_the_runs_prompts(tmp_path: Path) -> None:
-    """Every prompt comes from the sources hashed into config.json: no reload when the file changes later."""
+    """Every prompt comes from the sources hashed into config.json: no reload when a file changes later, not
+    even an included one (which jinja2 looks up again at every render)."""
     import os
 
+    (tmp_path / "inner.j2").write_text("first {{ query.sentence1 }}")
     path = tmp_path / "mine.j2"
-    path.write_text("first {{ query.sentence1 }}")
+    path.write_text('{% include "inner.j2" %}')
     renderer = PromptRenderer(str(path))
     q = Example("0", "s1", "s2", "c", 3.0)
     assert renderer.render(q, []) == "first s1"
     hashes = renderer.hashes()
-    path.write_text("second {{ query.sentence1 }}")
-    later = path.stat().st_mtime + 60
-    os.utime(path, (later, later))
+    for name in ("inner.j2", "mine.j2"):
+        (tmp_path / name).write_text("second {{ query.sentence1 }}")
+        later = (tmp_path / name).stat().st_mtime + 60
+        os.utime(tmp_path / name, (later, later))
     assert renderer.render(q, []) == "first s1" and renderer.hashes() == hashes
 
 
