@@ -63,7 +63,9 @@ def check(run_dir: Path, samples: bytes, config: dict[str, Any]) -> Integrity:
     try:
         files = json.loads(path.read_text(encoding="utf-8"))["files"]
         written = files[SAMPLES]
-    except (OSError, ValueError, KeyError, TypeError):
+        if not all(isinstance(record, dict) for record in files.values()):
+            raise TypeError("a file's record is no JSON object")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return Integrity(ALTERED, f"{MANIFEST} is unreadable", digest)
     if written.get("sha256") != digest:
         was = written.get("lines")

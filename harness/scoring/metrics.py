@@ -58,12 +58,20 @@ def correlation_note(pred: np.ndarray, gold: np.ndarray, valid: np.ndarray | Non
     """
     n = len(pred)
     notes = [f"n={n}"] if n < MIN_N else []
-    if n >= 2 and np.all(pred == pred[0]):
+    if (value := _constant(pred)) is not None:
         how = "parsed as" if valid is not None and bool(np.all(valid)) else "equal to"
-        notes.append(f"constant predictions: all {n} {how} {float(pred[0])}")
-    if n >= 2 and np.all(gold == gold[0]):
-        notes.append(f"constant labels: all {n} are {float(gold[0])}")
+        notes.append(f"constant predictions: all {n} {how} {value}")
+    if (value := _constant(gold)) is not None:
+        notes.append(f"constant labels: all {n} are {value}")
     return "; ".join(notes) or None
+
+
+def _constant(v: np.ndarray) -> float | None:
+    """The one value of two or more items that are all equal, else None."""
+    if len(v) < 2:
+        return None
+    lo, hi = float(v.min()), float(v.max())
+    return lo if lo == hi else None
 
 
 def _correlations(

@@ -155,3 +155,17 @@ def test_cli_reference_sampler_on_test_split_walks_validation_first(tmp_path: Pa
 
 def test_unknown_sampler_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["--model", "overlap", "--dataset", "stsb", "--shot-sampler", "nope"]) == 2
+
+
+def test_all_but_is_the_reference_codes_set_difference_for_every_row() -> None:
+    """`list(set(range(n)) - {ix})`, including rows past the pool's end (a split longer than train)."""
+    from harness.prompting.fewshot import _AllBut
+
+    for n in (1, 5):
+        for ix in range(-1, n + 2):
+            want = list(set(range(n)) - {ix})
+            got = _AllBut(n, ix)
+            assert len(got) == len(want) and [got[i] for i in range(len(got))] == want, (n, ix)
+            assert got[:] == want and (not want or got[-1] == want[-1])
+            with pytest.raises(IndexError):
+                got[len(want)]

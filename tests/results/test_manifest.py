@@ -103,3 +103,11 @@ def test_a_folder_of_an_older_version_is_unverified_unless_its_line_count_is_wro
     (run_dir / "samples.jsonl").write_text("".join(_lines(run_dir)[:199]))
     run = load_run(run_dir)
     assert (run.integrity.status, run.integrity.why) == (ALTERED, "samples.jsonl holds 199 lines for 200 queries")
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"files": []}', '{"files": {"samples.jsonl": "x"}}', "[]"])
+def test_a_broken_manifest_reads_as_altered_not_as_a_crash(text: str, written: Path, tmp_path: Path) -> None:
+    run_dir = copy(written, tmp_path)
+    (run_dir / "manifest.json").write_text(text)
+    run = load_run(run_dir)
+    assert (run.integrity.status, run.integrity.why) == (ALTERED, "manifest.json is unreadable")

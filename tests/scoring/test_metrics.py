@@ -152,3 +152,16 @@ def test_unanswered_samples_are_neither_counted_nor_scored() -> None:
     m = compute_metrics(samples, (1.0, 5.0))
     assert (m["n"], m["errors"], m["invalid"], m["n_labelled"]) == (3, 0, 0, 3)
     assert m["pearson"] == pytest.approx(100 * stats.pearsonr([4.0, 2.0, 3.0], [5.0, 1.0, 4.0]).statistic)
+
+
+def test_notes_at_their_boundaries() -> None:
+    """30 items carry no n note, 29 do; two equal predictions (or labels) already make a constant note."""
+    rng = np.random.default_rng(4)
+    for n, note in ((30, None), (29, "n=29")):
+        vals = rng.permutation(np.arange(n) % 5 + 1.0)
+        m = compute_metrics([_s(i, v, v, float(i % 5 + 1)) for i, v in enumerate(vals)], (1.0, 5.0))
+        assert m.get("spearman_note") == note
+    two = compute_metrics([_s(0, 2.0, 2.0, 1.0), _s(1, 2.0, 2.0, 4.0)], (1.0, 5.0))
+    assert two["pearson_note"] == "n=2; constant predictions: all 2 parsed as 2.0"
+    labels = compute_metrics([_s(0, 1.0, 1.0, 3.0), _s(1, 2.0, 2.0, 3.0)], (1.0, 5.0))
+    assert labels["pearson_note"] == "n=2; constant labels: all 2 are 3.0"

@@ -243,3 +243,26 @@ def test_the_defaults_are_1000_and_2000_resamples_seed_0_and_spearman() -> None:
     assert paired_bootstrap(pred_a, pred_b, gold) == explicit
     default = compare_paired(pred_a, pred_b, gold)
     assert (default.low, default.high, default.p_bootstrap) == explicit
+
+
+def test_intervals_do_not_depend_on_the_scale_of_the_scores() -> None:
+    """Correlations are unit-free: scores a trillion times smaller (or larger) give the same interval, never
+    'undefined' because a variance is small in absolute terms."""
+    pred, gold = _data(60, 1.2, 13)
+    base = bootstrap_ci(pred, gold, None, n_resamples=100, seed=1)
+    for scale in (1e-12, 1e9):
+        scaled = bootstrap_ci(pred * scale, gold, None, n_resamples=100, seed=1)
+        for name in ("spearman", "pearson"):
+            got, want = scaled[name], base[name]
+            assert (got.estimate, got.low, got.high) == pytest.approx((want.estimate, want.low, want.high), rel=1e-9)
+
+
+def test_fallback_spread_of_one_draw_has_sd_zero_and_of_none_defined_nothing() -> None:
+    from harness.scoring.stats import fallback_spread
+
+    pred, gold = np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.0, 3.0, 2.0, 4.0])
+    invalid = np.array([True, False, False, False])
+    one = fallback_spread(pred, gold, invalid, np.array([[5.0]]))
+    assert one["pearson"] == (pytest.approx(100 * sps.pearsonr([5.0, 2, 3, 4], gold)[0]), 0.0)
+    constant = fallback_spread(np.full(4, 2.0), gold, np.array([True, True, True, True]), np.full((3, 4), 2.0))
+    assert constant == {"spearman": (None, None), "pearson": (None, None)}
