@@ -1,7 +1,7 @@
 """The lean request path (harness/calling/backends/http.py) sends what the SDK's typed create() sends.
 
-"Before" is the real openai / anthropic SDK's typed `create()` over its own aiohttp transport, as the backends
-sent every request until issue 12; "after" is `backend.send`. Both go to tests/fake_server.py on 127.0.0.1,
+"Before" is the real openai / anthropic SDK's typed `create()` over its own default transport, as the backends
+sent every request until issue 12; "after" is `backend.send` (our aiohttp session). Both go to tests/fake_server.py on 127.0.0.1,
 which keeps each request's body bytes and headers: they must be the same, byte for byte, for every shape of
 request the backends make.
 """
@@ -16,10 +16,8 @@ import openai
 import pytest
 
 from harness.calling.backends.anthropic import AnthropicBackend
-from harness.calling.backends.anthropic import http_client as anthropic_http
 from harness.calling.backends.base import PermanentError, RetryableError
 from harness.calling.backends.openai import OpenAIBackend
-from harness.calling.backends.openai import http_client as openai_http
 from harness.types import Request
 from tests.fake_server import FakeServer
 
@@ -49,7 +47,7 @@ def _sent(server: FakeServer) -> tuple[bytes, dict[str, str]]:
 
 
 async def _sdk_openai(backend: OpenAIBackend, url: str, body: dict[str, Any]) -> None:
-    client = openai.AsyncOpenAI(api_key=KEY, base_url=url, max_retries=0, timeout=120.0, http_client=openai_http())
+    client = openai.AsyncOpenAI(api_key=KEY, base_url=url, max_retries=0, timeout=120.0)
     try:
         if backend.chat:
             await client.chat.completions.create(**body)
@@ -86,9 +84,7 @@ def test_openai_requests_are_the_bytes_the_sdk_sends(shape: str) -> None:
 
 async def _sdk_anthropic(backend: AnthropicBackend, url: str, body: dict[str, Any]) -> None:
     headers = {"anthropic-version": "2023-06-01"} if backend.greedy else None
-    client = anthropic.AsyncAnthropic(
-        api_key=KEY, base_url=url, max_retries=0, timeout=120.0, default_headers=headers, http_client=anthropic_http()
-    )
+    client = anthropic.AsyncAnthropic(api_key=KEY, base_url=url, max_retries=0, timeout=120.0, default_headers=headers)
     extra = {"temperature": body.pop("temperature")} if "temperature" in body else None
     try:
         await client.messages.create(**body, extra_body=extra)
