@@ -1,9 +1,9 @@
 """The lean request path (harness/calling/backends/http.py) sends what the SDK's typed create() sends.
 
 "Before" is the real openai / anthropic SDK's typed `create()` over its own default transport, as the backends
-sent every request until issue 12; "after" is `backend.send` (our aiohttp session). Both go to tests/fake_server.py on 127.0.0.1,
-which keeps each request's body bytes and headers: they must be the same, byte for byte, for every shape of
-request the backends make.
+sent every request until issue 12; "after" is `backend.send` (our aiohttp session). Both go to tests/fake_server.py
+on 127.0.0.1, which keeps each request's body bytes and headers: they must be the same, byte for byte, for every
+shape of request the backends make.
 """
 
 from __future__ import annotations
@@ -112,8 +112,8 @@ def test_anthropic_requests_are_the_bytes_the_sdk_sends(shape: str) -> None:
 
 
 def test_errors_keep_the_sdks_types_and_our_policy() -> None:
-    """A 429 is retried with its retry-after and marked as a rate limit; a 401 stops the run: the error replies
-    go through the SDK's own exception types, mapped as before."""
+    """A 429 is retried with its retry-after and marked as a rate limit; a 401 stops the run, the key redacted:
+    error replies are classified from their status and JSON fields (no private SDK method), as before."""
     with FakeServer(plan=lambda prompt, attempt: "429" if "limit" in prompt else "ok", api_key=KEY) as server:
         backend = OpenAIBackend("gpt-4o", KEY, [server.openai_url])
         bad = OpenAIBackend("gpt-4o", "sk-wrong-key-000000", [server.openai_url])
@@ -137,9 +137,9 @@ def test_errors_keep_the_sdks_types_and_our_policy() -> None:
 
 
 def test_a_configured_proxy_carries_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    """HTTP_PROXY in the environment (which the SDKs' httpx honours) sends the request through the proxy (aiohttp
-    speaks it; our own connections do not): here the fake server stands in for the proxy of a host that does not
-    exist, so an answer can only have come through it."""
+    """HTTP_PROXY in the environment (which the SDKs' httpx honours) sends the request through the proxy: here the
+    fake server stands in for the proxy of a host that does not exist, so an answer can only have come through it
+    (more proxy cases in tests/calling/test_transport.py)."""
     with FakeServer() as proxy:
         monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
         monkeypatch.delenv("NO_PROXY", raising=False)
