@@ -9,6 +9,7 @@ import asyncio
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from harness.calling.backends.base import PermanentError, RetryableError, Unreac
 from harness.calling.backends.embeddings import OpenAIEmbeddingBackend
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.transport import ssl_context
+from harness.cli.main import main
 from harness.types import Request
 from tests.fake_server import FakeServer
 
@@ -115,6 +117,22 @@ def test_https_with_a_private_ca_stops_at_once_naming_ssl_cert_file_and_works_wi
         monkeypatch.setenv("SSL_CERT_FILE", str(pem))
         assert send(OpenAIBackend("gpt-4o", "k", [server.openai_url])).text
         assert len(server.calls) == 1
+
+
+def test_an_untrusted_certificate_ends_the_run_in_one_line_without_retries(
+    ca: tuple[trustme.CA, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    authority, _ = ca
+    with tls_server(authority) as server:
+        started = time.monotonic()
+        args = ["--model", "m", "--base-url", server.openai_url, "--dataset", "stsb", "--limit", "5",
+                "--results-dir", str(tmp_path), "--run-id", "r", "--no-progress"]  # fmt: skip
+        assert main(args) == 2
+        took = time.monotonic() - started
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: openai model 'm': the TLS certificate of 127.0.0.1 is")
+    assert "point SSL_CERT_FILE at that CA's PEM file" in err
+    assert took < 20 and not (tmp_path / "r").exists()  # the default retries alone would take minutes
 
 
 def test_without_ssl_cert_file_the_trust_store_is_certifis() -> None:

@@ -25,7 +25,7 @@ import os
 import socket
 import ssl
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp
@@ -124,6 +124,29 @@ class Link:
             )
         return self._session
 
+    async def open(
+        self,
+        method: str,
+        url: str | yarl.URL,
+        headers: Mapping[str, str],
+        data: bytes | None,
+        timeout: aiohttp.ClientTimeout | None = None,
+    ) -> aiohttp.ClientResponse:
+        """Send a request; the response with its head read, its body not yet (the caller reads and releases it).
+        Failures are our errors (`connection_error`)."""
+        session = self.session
+        if self._proxy_headers is not None and not self._tunnel:
+            headers = {**headers, **self._proxy_headers}
+        try:
+            response = await session.request(
+                method, url, headers=headers, data=data, timeout=timeout or self.timeout, proxy=self._proxy,
+                proxy_headers=self._proxy_headers,
+            )  # fmt: skip
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise connection_error(e, self.base_url, self.answered) from None
+        self.answered = True
+        return response
+
     async def request(
         self,
         method: str,
@@ -132,20 +155,14 @@ class Link:
         data: bytes | None,
         timeout: aiohttp.ClientTimeout | None = None,
     ) -> tuple[int, Mapping[str, str], bytes]:
-        """One request: status, headers, the whole (decoded) body; failures as our errors (`connection_error`)."""
-        session = self.session
-        if self._proxy_headers is not None and not self._tunnel:
-            headers = {**headers, **self._proxy_headers}
+        """One request: status, headers and the whole (decoded) body."""
+        response = await self.open(method, url, headers, data, timeout)
         try:
-            async with session.request(
-                method, url, headers=headers, data=data, timeout=timeout or self.timeout, proxy=self._proxy,
-                proxy_headers=self._proxy_headers,
-            ) as r:  # fmt: skip
-                reply = r.status, r.headers, await r.read()
+            return response.status, response.headers, await response.read()
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
-            raise connection_error(e, self.base_url, self.answered) from None
-        self.answered = True
-        return reply
+            raise connection_error(e, self.base_url, True) from None
+        finally:
+            response.release()
 
     async def aclose(self) -> None:
         if self._session is not None:
@@ -217,11 +234,30 @@ class SDKTransport(httpx2.AsyncBaseTransport):
         timeouts: Any = request.extensions.get("timeout")  # the SDK's, per read as httpx means it
         read = timeouts.get("read") if isinstance(timeouts, dict) else None
         timeout = aiohttp.ClientTimeout(sock_read=read, sock_connect=CONNECT_TIMEOUT) if read else None
-        status, reply_headers, content = await self.link.request(
-            request.method, yarl.URL(str(request.url), encoded=True), headers, body or None, timeout
+        url = yarl.URL(str(request.url), encoded=True)
+        response = await self.link.open(request.method, url, headers, body or None, timeout)
+        # aiohttp decoded the body: its encoding and length headers no longer describe what the SDK reads.
+        kept = [(k, v) for k, v in response.headers.items() if k.lower() not in ("content-encoding", "content-length")]
+        return httpx2.Response(
+            response.status, headers=kept, stream=_Body(response, self.link.base_url), request=request
         )
-        kept = [(k, v) for k, v in reply_headers.items() if k.lower() not in ("content-encoding", "content-length")]
-        return httpx2.Response(status, headers=kept, content=content, request=request)
 
     async def aclose(self) -> None:
         """The Link is closed by its owner (the backend's Route), not by the SDK client."""
+
+
+class _Body(httpx2.AsyncByteStream):
+    """A reply's body as the SDK reads it, streamed (a batch's result file is read, and cached, as it arrives)."""
+
+    def __init__(self, response: aiohttp.ClientResponse, url: str) -> None:
+        self.response, self.url = response, url
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self.response.content.iter_chunked(65536):
+                yield chunk
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise connection_error(e, self.url, True) from None
+
+    async def aclose(self) -> None:
+        self.response.release()
