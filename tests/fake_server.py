@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import ssl
 import sys
 import threading
 from collections.abc import Callable
@@ -85,6 +86,7 @@ class FakeServer:
     """An aiohttp app on 127.0.0.1 with a random free port."""
 
     max_body = 1024**2  # aiohttp's default request size limit (a batch upload needs more)
+    ssl_context: ssl.SSLContext | None = None  # set: serve https (tests/calling/test_transport.py)
 
     def __init__(
         self,
@@ -124,11 +126,11 @@ class FakeServer:
 
     @property
     def openai_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{'https' if self.ssl_context else 'http'}://127.0.0.1:{self.port}/v1"
 
     @property
     def anthropic_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return self.openai_url.removesuffix("/v1")
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._track], client_max_size=self.max_body)
@@ -140,12 +142,11 @@ class FakeServer:
         app.router.add_get("/stats", self._stats)
         return app
 
-    async def serve(self, port: int = 0) -> None:
-        """Start listening (inside a running loop)."""
+    async def serve(self, port: int = 0) -> None:  # start listening (inside a running loop)
         self._stop = asyncio.Event()
         self._runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=0.1)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", port)
+        site = web.TCPSite(self._runner, "127.0.0.1", port, ssl_context=self.ssl_context)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
 
@@ -160,7 +161,7 @@ class FakeServer:
 
         def main() -> None:
             self._loop = asyncio.new_event_loop()
-            self._loop.run_until_complete(self.serve())
+            self._loop.run_until_complete(self.serve(self.port))  # port 0 (unless set before): a free one
             ready.set()
             self._loop.run_forever()
             self._loop.run_until_complete(self.shutdown())
@@ -177,8 +178,7 @@ class FakeServer:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
 
-    def received(self) -> list[str]:
-        """Prompts of every request received, in order."""
+    def received(self) -> list[str]:  # prompts of every request received, in order
         return [c.prompt for c in self.calls]
 
     # --- request handling --------------------------------------------------------------------------

@@ -6,17 +6,53 @@ pace), under --timeout, retried on what is worth retrying by our one retry polic
 from __future__ import annotations
 
 import asyncio
+import sys
+import time
 from collections.abc import Callable
 from typing import NoReturn
 
 from tenacity import AsyncRetrying, RetryCallState, RetryError, retry_if_exception_type
 
-from harness.calling.backends.base import MalformedReply, RemoteBackend, RetryableError
+from harness.calling.backends.base import MalformedReply, PermanentError, RemoteBackend, RetryableError, Unreachable
 from harness.calling.limiter import Limiter
 from harness.calling.options import DispatchOptions, DispatchStats
 from harness.types import Completion, Request
 
 MALFORMED_TRIES = 3  # a reply we cannot read is retried, but a server that only sends those is given up on
+POLL_SECONDS = 1.0  # how often a server that never answered is tried again while we wait for it
+
+
+class Reachability:
+    """Whether any request of this run reached its server. Until one has, a server that cannot be reached (refused,
+    unreachable, no connection in time: `Unreachable`) is polled every POLL_SECONDS for `wait` seconds
+    (--wait-for-server), saying so on stderr once, and then stops the run: a dead server or a wrong --base-url
+    is reported in seconds, not after every request's retries. Once one answered, such failures are ordinary
+    retries (a server restarting mid-run)."""
+
+    def __init__(self, wait: float) -> None:
+        self.wait = wait
+        self.answered = False
+        self.since: float | None = None
+
+    def unreachable(self, e: Unreachable) -> None:
+        """One failed try to reach a server that never answered: wait and poll, or (past `wait`) stop the run."""
+        now = time.monotonic()
+        if self.since is None:
+            self.since = now
+        if now - self.since >= self.wait:
+            raise PermanentError(
+                f"no server answered at {e.url} within {self.wait:g}s ({e}): is it running, and is --base-url "
+                "right? (--wait-for-server SECONDS waits longer for a server that is still starting)",
+                fatal=True,
+            ) from None
+        if self.since == now:
+            print(
+                f"waiting for the server at {e.url}: {e}; trying every {POLL_SECONDS:g}s for up to {self.wait:g}s "
+                "(--wait-for-server)",
+                file=sys.stderr,
+                flush=True,
+            )
+        e.retry_after = POLL_SECONDS
 
 
 class Attempts:
@@ -31,10 +67,11 @@ class Attempts:
         stats: DispatchStats,
         limiter: Limiter,
         stopping: Callable[[], bool],  # the run is stopping (a fatal error): no more retries
+        reach: Reachability,
     ) -> None:
         self.backend, self.request, self.options, self.stats = backend, request, options, stats
-        self.limiter, self.stopping = limiter, stopping
-        self.tries = self.malformed = 0
+        self.limiter, self.stopping, self.reach = limiter, stopping, reach
+        self.tries = self.malformed = self.unreached = 0  # unreached: tries spent waiting for a server (not retries)
 
     async def run(self) -> Completion:
         try:  # most requests are answered at once: no retry machinery for them
@@ -48,7 +85,8 @@ class Attempts:
 
         def stop(state: RetryCallState) -> bool:
             # No retry once the run is stopping; at most MALFORMED_TRIES unreadable replies per request.
-            return self.stopping() or self.malformed >= MALFORMED_TRIES or self.tries > policy.max_retries
+            retries = self.tries - self.unreached
+            return self.stopping() or self.malformed >= MALFORMED_TRIES or retries > policy.max_retries
 
         def replay() -> NoReturn:
             raise first
@@ -88,6 +126,11 @@ class Attempts:
             raise RetryableError(f"no answer within {timeout:g}s (--timeout)") from None
         except RetryableError as e:
             limiter.release(sent, ok=False, limited=e.limited, retry_after=e.retry_after, limits=e.rate_limit)
+            if isinstance(e, Unreachable) and not self.reach.answered:
+                self.unreached += 1
+                self.reach.unreachable(e)  # raises PermanentError once the wait is over
+            else:
+                self.reach.answered = True  # a reply (an error status, an unreadable body) or a dropped request
             if isinstance(e, MalformedReply):
                 self.malformed += 1
                 self.stats.malformed += 1
@@ -96,6 +139,7 @@ class Attempts:
             limiter.release(sent, ok=False)
             raise
         limiter.release(sent, ok=True, limits=completion.rate_limit)
+        self.reach.answered = True
         return completion
 
 

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, replace
 
 from tqdm import tqdm
 
-from harness.calling.attempts import Attempts
+from harness.calling.attempts import Attempts, Reachability
 from harness.calling.backends.base import Backend, LocalBackend, PermanentError, RemoteBackend
 from harness.calling.batch.run import answered_by_batch, batch_call, batchable
 from harness.calling.budget import Budget
@@ -43,6 +43,7 @@ class _Dispatcher:
         self.keys: dict[str, str] = {}
         self.fatal: str | None = None
         self.limiter = Limiter(options.concurrency, options.rpm, options.tpm)  # run_remote makes a fresh one
+        self.reach = Reachability(options.retry.wait_for_server)
         self.budget = (
             Budget(options.max_cost, options.price, options.count_prompt or (lambda text: len(text.encode())))
             if options.max_cost is not None and options.price is not None
@@ -137,9 +138,10 @@ class _Dispatcher:
     async def attempt(self, backend: RemoteBackend, request: Request) -> Completion | None:
         """The request's Completion (an answer or an error), or None when the whole run must stop."""
         try:
-            return await Attempts(backend, request, self.options, self.stats, self.limiter, self.stopping).run()
+            attempts = Attempts(backend, request, self.options, self.stats, self.limiter, self.stopping, self.reach)
+            return await attempts.run()
         except PermanentError as e:
-            if e.fatal:  # 401/403/404, or a 400 about the request's shape: every request would fail so
+            if e.fatal:  # 401/403/404, a 400 about the request's shape, no server: every request would fail so
                 self.fatal = self.fatal or f"{backend.name} model {backend.model!r}: {e}"
                 return None
             return Completion(request.id, None, error=str(e), deterministic_error=True)

@@ -26,6 +26,7 @@ class RetryPolicy:
     backoff_initial: float = 1.0
     backoff_max: float = 60.0
     retry_after_cap: float = 120.0  # never sleep longer than this, whatever the provider says
+    wait_for_server: float = 10.0  # seconds a server that never answered is waited for (attempts.py Reachability)
 
     def wait(self, state: RetryCallState) -> float:
         """Seconds before the next attempt."""
@@ -105,7 +106,7 @@ def dispatch_options(config: RunConfig, price: Price | None) -> DispatchOptions:
         concurrency=api.concurrency,
         rpm=api.rpm,
         tpm=api.tpm,
-        retry=RetryPolicy(max_retries=api.max_retries, timeout=api.timeout),
+        retry=RetryPolicy(max_retries=api.max_retries, timeout=api.timeout, wait_for_server=api.wait_for_server),
         refresh=api.refresh,
         max_cost=api.max_cost,
         price=price,

@@ -73,6 +73,7 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         tpm=a.tpm,
         timeout=a.timeout,
         max_retries=a.max_retries,
+        wait_for_server=a.wait_for_server,
         cache=a.cache,
         no_cache=a.no_cache,
         refresh=a.refresh,

@@ -242,6 +242,14 @@ def add_api_args(g: argparse._ArgumentGroup) -> None:
         default=ApiOptions.max_retries,
         help="retries per request on 408/409/429/5xx/529/timeouts",
     )
+    g.add_argument(
+        "--wait-for-server",
+        type=float,
+        default=ApiOptions.wait_for_server,
+        metavar="SECONDS",
+        help="how long to keep trying a server that has not answered yet (refused, unreachable) before the run "
+        "stops (default %(default)g; longer for a server that is still starting)",
+    )
     g.add_argument("--cache", type=Path, help="response cache file (default: RESULTS_DIR/cache.sqlite)")
     g.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     g.add_argument("--refresh", action="store_true", help="ignore cached answers; send again and store the new ones")

@@ -29,6 +29,7 @@ class ApiOptions:
     tpm: float | None = None  # pace prompt tokens to this many a minute
     timeout: float = 120.0  # seconds per attempt
     max_retries: int = 8
+    wait_for_server: float = 10.0  # seconds to wait for a server that has not answered yet (refused, unreachable)
     cache: Path | None = None  # None: <results_dir>/cache.sqlite
     no_cache: bool = False
     refresh: bool = False  # ignore stored answers (and store the new ones)

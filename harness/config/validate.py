@@ -50,6 +50,7 @@ def check_numbers(config: RunConfig) -> None:
     _at_least("--max-model-len", local.max_model_len, 1)
     _at_least("--batch-size", local.batch_size, 1)
     _finite("--timeout", api.timeout, positive=True)
+    _finite("--wait-for-server", api.wait_for_server)
     _finite("--max-cost", api.max_cost)
     _finite("--rpm", api.rpm, positive=True)
     _finite("--tpm", api.tpm, positive=True)

@@ -1,6 +1,6 @@
 """OpenAI-compatible servers: raw prompts to /v1/completions or one chat message to /v1/chat/completions,
 recorded in config.json and the cache key; `body()` is what goes on the wire; --stop and --max-tokens;
-a --base-url with any model name means the OpenAI-compatible backend, checked against /v1/models."""
+a --base-url with any model name means the OpenAI-compatible backend (its /v1/models list a hint, not a gate)."""
 
 from __future__ import annotations
 
@@ -140,16 +140,14 @@ def test_stop_is_refused_where_it_would_not_be_sent() -> None:
         validate_run(config)  # runs before any backend is built, in real and dry runs alike
 
 
-def test_a_model_the_server_does_not_list_fails_in_one_line_naming_what_it_serves(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    with FakeServer(models=["qwen2.5-7b", "llama-3.1-8b"]) as server:
-        assert main(argv(tmp_path, server, "qwen-2.5-7b")) == 2
-        assert main(argv(tmp_path, server, "qwen2.5-7b")) == 0
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "model 'qwen-2.5-7b' is not served at" in err
-    assert "it serves 'qwen2.5-7b', 'llama-3.1-8b'" in err
-    assert all(c.prompt for c in server.calls) and len(server.calls) == 5  # only the second run sent anything
+def test_the_model_list_is_a_hint_not_a_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 20 class 12: servers list names differently from what they accept (Ollama lists `llama3.2:latest` and
+    answers `llama3.2`), so a model missing from GET /v1/models is sent anyway; the list is asked only to explain
+    a 404 (tests/calling/test_reach.py)."""
+    with FakeServer(models=["llama3.2:latest"]) as server:
+        assert main(argv(tmp_path, server, "llama3.2")) == 0
+    assert len(server.calls) == 5 and all(c.body["model"] == "llama3.2" for c in server.calls)
+    assert "error" not in capsys.readouterr().err
 
 
 def test_a_server_without_a_model_list_is_not_checked(tmp_path: Path) -> None:

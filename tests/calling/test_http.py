@@ -1,9 +1,9 @@
 """The lean request path (harness/calling/backends/http.py) sends what the SDK's typed create() sends.
 
-"Before" is the real openai / anthropic SDK's typed `create()` over its own aiohttp transport, as the backends
-sent every request until issue 12; "after" is `backend.send`. Both go to tests/fake_server.py on 127.0.0.1,
-which keeps each request's body bytes and headers: they must be the same, byte for byte, for every shape of
-request the backends make.
+"Before" is the real openai / anthropic SDK's typed `create()` over its own default transport, as the backends
+sent every request until issue 12; "after" is `backend.send` (our aiohttp session). Both go to tests/fake_server.py
+on 127.0.0.1, which keeps each request's body bytes and headers: they must be the same, byte for byte, for every
+shape of request the backends make.
 """
 
 from __future__ import annotations
@@ -16,10 +16,8 @@ import openai
 import pytest
 
 from harness.calling.backends.anthropic import AnthropicBackend
-from harness.calling.backends.anthropic import http_client as anthropic_http
 from harness.calling.backends.base import PermanentError, RetryableError
 from harness.calling.backends.openai import OpenAIBackend
-from harness.calling.backends.openai import http_client as openai_http
 from harness.types import Request
 from tests.fake_server import FakeServer
 
@@ -49,7 +47,7 @@ def _sent(server: FakeServer) -> tuple[bytes, dict[str, str]]:
 
 
 async def _sdk_openai(backend: OpenAIBackend, url: str, body: dict[str, Any]) -> None:
-    client = openai.AsyncOpenAI(api_key=KEY, base_url=url, max_retries=0, timeout=120.0, http_client=openai_http())
+    client = openai.AsyncOpenAI(api_key=KEY, base_url=url, max_retries=0, timeout=120.0)
     try:
         if backend.chat:
             await client.chat.completions.create(**body)
@@ -86,9 +84,7 @@ def test_openai_requests_are_the_bytes_the_sdk_sends(shape: str) -> None:
 
 async def _sdk_anthropic(backend: AnthropicBackend, url: str, body: dict[str, Any]) -> None:
     headers = {"anthropic-version": "2023-06-01"} if backend.greedy else None
-    client = anthropic.AsyncAnthropic(
-        api_key=KEY, base_url=url, max_retries=0, timeout=120.0, default_headers=headers, http_client=anthropic_http()
-    )
+    client = anthropic.AsyncAnthropic(api_key=KEY, base_url=url, max_retries=0, timeout=120.0, default_headers=headers)
     extra = {"temperature": body.pop("temperature")} if "temperature" in body else None
     try:
         await client.messages.create(**body, extra_body=extra)
@@ -116,8 +112,8 @@ def test_anthropic_requests_are_the_bytes_the_sdk_sends(shape: str) -> None:
 
 
 def test_errors_keep_the_sdks_types_and_our_policy() -> None:
-    """A 429 is retried with its retry-after and marked as a rate limit; a 401 stops the run: the error replies
-    go through the SDK's own exception types, mapped as before."""
+    """A 429 is retried with its retry-after and marked as a rate limit; a 401 stops the run, the key redacted:
+    error replies are classified from their status and JSON fields (no private SDK method), as before."""
     with FakeServer(plan=lambda prompt, attempt: "429" if "limit" in prompt else "ok", api_key=KEY) as server:
         backend = OpenAIBackend("gpt-4o", KEY, [server.openai_url])
         bad = OpenAIBackend("gpt-4o", "sk-wrong-key-000000", [server.openai_url])
@@ -141,9 +137,9 @@ def test_errors_keep_the_sdks_types_and_our_policy() -> None:
 
 
 def test_a_configured_proxy_carries_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    """HTTP_PROXY in the environment (which the SDKs' httpx honours) sends the request through the proxy (aiohttp
-    speaks it; our own connections do not): here the fake server stands in for the proxy of a host that does not
-    exist, so an answer can only have come through it."""
+    """HTTP_PROXY in the environment (which the SDKs' httpx honours) sends the request through the proxy: here the
+    fake server stands in for the proxy of a host that does not exist, so an answer can only have come through it
+    (more proxy cases in tests/calling/test_transport.py)."""
     with FakeServer() as proxy:
         monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
         monkeypatch.delenv("NO_PROXY", raising=False)

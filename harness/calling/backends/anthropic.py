@@ -24,14 +24,12 @@ from harness.calling.backends.base import (
     ClientPool,
     MalformedReply,
     RemoteBackend,
-    RetryableError,
     clean_reply,
     redact,
     status_error,
-    timeout_error,
     usage_count,
 )
-from harness.calling.backends.http import Route
+from harness.calling.backends.http import ErrorReply, open_routes, reply_error, sdk_connection_error
 from harness.calling.backends.thinking import thinking_for
 from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
@@ -39,14 +37,6 @@ from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 LEGACY_API_VERSION = "2023-06-01"  # the last API version that accepts temperature
 ENDPOINT = "/v1/messages"
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
-
-
-def http_client() -> anthropic.DefaultAioHttpClient | None:
-    """The SDK's aiohttp transport when aiohttp is installed, for the SDK's own calls (Message Batches)."""
-    try:
-        return anthropic.DefaultAioHttpClient()
-    except RuntimeError:
-        return None
 
 
 def from_config(config: RunConfig) -> AnthropicBackend:
@@ -98,19 +88,16 @@ class AnthropicBackend(RemoteBackend):
         self.thinking = thinking_for("anthropic", model, reasoning, reasoning_tokens, True)  # only when asked
         headers = {"anthropic-version": LEGACY_API_VERSION} if greedy else None
         urls: Sequence[str | None] = list(base_urls) or [None]
-        self.clients = [
-            AsyncAnthropic(
-                api_key=api_key,
-                base_url=u,
-                max_retries=0,
-                timeout=timeout,
-                default_headers=headers,
-                http_client=http_client(),
-            )
-            for u in urls
-        ]
+        self.routes = open_routes(  # the SDK client and the aiohttp session per base URL (calling/backends/http.py)
+            urls,
+            timeout,
+            lambda url, http: AsyncAnthropic(
+                api_key=api_key, base_url=url, max_retries=0, timeout=timeout, default_headers=headers,
+                http_client=http,
+            ),
+        )  # fmt: skip
+        self.clients = [r.client for r in self.routes]
         self.base_urls = [str(c.base_url) for c in self.clients]
-        self.routes = [Route(c, timeout) for c in self.clients]  # one-by-one requests (calling/backends/http.py)
         self.pool = ClientPool(self.routes)
 
     def body(self, request: Request) -> dict[str, Any]:
@@ -231,12 +218,12 @@ def sdk_errors(key: str, body: dict[str, Any] | None = None) -> Iterator[None]:
     `body` (what was sent) lets a 400 that names a sent field be told apart (harness/calling/backends/base.py)."""
     try:
         yield
+    except ErrorReply as e:
+        raise reply_error(e, key, body or ()) from None
     except anthropic.APIStatusError as e:
         message = redact(e.api_message or e.message, key)
         raise status_error(e.status_code, message, e.response.headers, sent=body or ()) from None
-    except anthropic.APITimeoutError as e:
-        raise timeout_error(e, key) from None
-    except anthropic.APIConnectionError as e:
-        raise RetryableError(f"connection error: {redact(str(e), key)}") from None
+    except anthropic.APIConnectionError as e:  # APITimeoutError included
+        raise sdk_connection_error(e, key) from None
     except (anthropic.APIResponseValidationError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
         raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None

@@ -101,6 +101,15 @@ class RetryableError(Exception):
         self.rate_limit = rate_limit  # what its rate-limit headers said (harness/calling/limits.py)
 
 
+class Unreachable(RetryableError):
+    """No connection to the server at `url` (refused, unreachable, no connection in time): retried, but while no
+    request was ever answered only for --wait-for-server seconds (harness/calling/attempts.py)."""
+
+    def __init__(self, message: str, url: str) -> None:
+        super().__init__(message)
+        self.url = url
+
+
 class MalformedReply(RetryableError):
     """A reply we cannot read (truncated JSON, invalid UTF-8, no text and no refusal): that request's problem,
     retried a few times (dispatch's MALFORMED_TRIES), never cached, never the whole run's."""
@@ -221,15 +230,6 @@ def usage_count(usage: Any, name: str) -> int:
     """A token count from a reply's `usage` JSON, 0 where it is missing or not a number."""
     value = usage.get(name) if isinstance(usage, dict) else None
     return value if isinstance(value, int) else 0
-
-
-def timeout_error(e: BaseException, key: str | None) -> RetryableError:
-    """A timeout from an SDK: the SDKs' aiohttp transport also reports a refused connection as a (connect)
-    timeout, so say which it was; both are retried."""
-    cause = e.__cause__
-    if cause is not None and "connect" in type(cause).__name__.lower():
-        return RetryableError(f"connection error: {redact(str(cause), key)}")
-    return RetryableError("request timed out")
 
 
 C = TypeVar("C")

@@ -26,7 +26,7 @@ class OpenAIEmbeddingBackend(OpenAIBackend):
         self.sdk_pool = ClientPool(self.clients)
 
     async def aclose(self) -> None:
-        await self.sdk_pool.aclose()
+        await super().aclose()  # the routes: SDK clients and their aiohttp sessions
 
     @property
     def endpoint(self) -> str:

@@ -1,4 +1,4 @@
-"""The API backends' lean request path: the SDK decides what is sent, we send it.
+"""The API backends' lean request path: the SDK decides what is sent, aiohttp sends it.
 
 Why: the SDKs' typed `create()` spends 2-3 ms of CPU per request on its typed request transform and on
 building pydantic response objects, which caps a run at a few hundred requests a second on two cores, far
@@ -6,38 +6,39 @@ below what `vllm serve` with data parallelism answers (issue 12). So the SDK kee
 does it once per base URL: `capture` runs the SDK's own `create()` against an in-memory transport and keeps
 the URL, every header (auth, API version, user agent, the SDK's platform headers) and the body's key order
 it produced. Each request then posts `json.dumps(body)` with the SDK's own encoding settings, in that key
-order, with those headers, over keep-alive HTTP/1.1 connections of our own (connection.py; through aiohttp
-when a proxy is configured for the URL): the server receives the bytes the SDK would have sent
-(tests/calling/test_http.py compares them). An error reply becomes the SDK's own exception type
-(`client._make_status_error_from_response`), so each backend's `sdk_errors` maps it exactly as before; a
-reply is read with `json.loads` into the few fields a Completion needs (each backend's `completion_from`).
+order, with those headers, through the base URL's aiohttp session (harness/calling/backends/transport.py:
+certificates, proxies, connections): the server receives the bytes the SDK would have sent
+(tests/calling/test_http.py compares them). An error reply is an `ErrorReply`, classified by our own policy
+from its status and its JSON `error` fields (`reply_error`); a reply is read with `json.loads` into the few
+fields a Completion needs (each backend's `completion_from`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import urllib.parse
-import urllib.request
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import yarl
+from multidict import CIMultiDict
 
 try:  # the SDKs' own HTTP library: httpx2 in current releases, httpx before
     import httpx2
 except ImportError:  # pragma: no cover - an older SDK
     import httpx as httpx2  # type: ignore[no-redef]
 
-from harness.calling.backends.base import RetryableError
-from harness.calling.backends.connection import ConnectionDropped, Origin
+from harness.calling.backends.base import PermanentError, RetryableError, redact, status_error
+from harness.calling.backends.transport import Link, SDKTransport
 from harness.calling.limits import rate_limit
 from harness.types import RateLimit
 
-# Set by the transport itself for every request; a captured value would be wrong (length) or redundant.
-_TRANSPORT_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})
+# Set by the sending library for every request: a captured value would be wrong (length), redundant, or (encoding)
+# offer what aiohttp cannot decode; aiohttp offers the encodings it reads.
+_TRANSPORT_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "accept-encoding", "connection"})
+LISTING_TIMEOUT = 10.0  # seconds for GET /models, asked only to explain a 404
 
 
 @dataclass(frozen=True)
@@ -81,31 +82,61 @@ async def capture(client: Any, create: Callable[[Any], Awaitable[Any]]) -> Templ
     return Template(str(request.url), headers, order)
 
 
-@dataclass(frozen=True)
-class Reply:
-    """An HTTP reply: status, headers (names looked up in any case), and the body, unread as JSON."""
+class ErrorReply(Exception):
+    """A reply with an error status (>= 300): its status, headers and body, and the body's `error` fields
+    (OpenAI's and Anthropic's `{"error": {"message", "code", "param"}}`, or a bare `message` / `detail`)."""
 
-    status: int
-    headers: Mapping[str, str]
-    content: bytes
+    def __init__(self, url: str, status: int, headers: Mapping[str, str], content: bytes) -> None:
+        self.url, self.status, self.headers, self.content = url, status, headers, content
+        try:
+            body = json.loads(content)
+        except ValueError:
+            body = None
+        inner = body.get("error", body) if isinstance(body, dict) else None
+        inner = inner if isinstance(inner, dict) else {}
+        message = inner.get("message", inner.get("detail"))
+        if not isinstance(message, str):
+            message = content[:300].decode("utf-8", "replace").strip() or "(no message)"
+        self.message = message
+        self.code = _text(inner.get("code"))
+        self.param = _text(inner.get("param"))
+        super().__init__(f"HTTP {status}: {message}")
 
-    def json(self) -> Any:
-        """The body as JSON; ValueError (the backends' MalformedReply) when it is not JSON or not UTF-8."""
-        return json.loads(self.content)
+
+def _text(value: object) -> str | None:
+    return str(value) if value is not None else None
+
+
+def reply_error(e: ErrorReply, key: str, sent: Collection[str] = ()) -> RetryableError | PermanentError:
+    """An error reply under our policy (harness/calling/backends/base.py `status_error`), the key redacted."""
+    message = redact(e.message, key)
+    if e.status == 429 and e.code == "insufficient_quota":
+        return PermanentError(f"HTTP 429: {message}", fatal=True)  # no money: every request would fail
+    return status_error(e.status, message, e.headers, e.code, e.param, sent)
+
+
+def sdk_connection_error(e: Exception, key: str) -> RetryableError | PermanentError:
+    """A failure an SDK reports as APIConnectionError: the transport's own error (transport.py) where it was ours,
+    else (a timeout of the SDK's own) a retryable one."""
+    cause = e.__cause__
+    if isinstance(cause, RetryableError | PermanentError):
+        return cause
+    if "timeout" in type(e).__name__.lower():
+        return RetryableError("request timed out")
+    return RetryableError(f"connection error: {redact(str(e), key)}")
 
 
 class Route:
-    """One base URL: its SDK client (for errors), the captured template, our connections to it (or, through a
-    proxy, an aiohttp session)."""
+    """One base URL: its SDK client (for the template, and the SDK's typed calls), its Link (the aiohttp
+    session every request goes through)."""
 
-    def __init__(self, client: Any, timeout: float | None = None) -> None:
+    def __init__(self, client: Any, link: Link) -> None:
         self.client = client
-        self.timeout = timeout  # seconds per request, as the SDK client had it (dispatch also bounds each attempt)
+        self.link = link
         self.template: Template | None = None
         self._capturing: asyncio.Future[Template] | None = None
-        self._session: aiohttp.ClientSession | None = None
         self._target = yarl.URL()
-        self._origin: Origin | None = None
+        self._headers: CIMultiDict[str] = CIMultiDict()
 
     async def prepare(self, create: Callable[[Any], Awaitable[Any]]) -> Template:
         """The template, captured by the first caller while the others wait for it."""
@@ -114,92 +145,58 @@ class Route:
         if self._capturing is None:
             self._capturing = asyncio.get_running_loop().create_future()
             try:
-                self.template = await capture(self.client, create)
+                template = await capture(self.client, create)
             except BaseException as e:
                 self._capturing.set_exception(e)
                 self._capturing.exception()  # retrieved here: a failed capture is raised to every waiter
                 self._capturing = None
                 raise
-            self._capturing.set_result(self.template)
-            return self.template
-        return await asyncio.shield(self._capturing)
-
-    def session(self, template: Template) -> aiohttp.ClientSession:
-        """The aiohttp session that sends through a proxy (made inside the event loop that uses it)."""
-        if self._session is None:
-            # No connection limit here: dispatch's limiter decides how many are in flight. The template's headers
-            # are the session's own, so no request merges them again; no cookies (an API sets none we need).
-            # trust_env: the proxy settings the SDK itself (httpx) honours. The body is read whole.
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
-                headers=dict(template.headers),
-                skip_auto_headers=("User-Agent",),
-                cookie_jar=aiohttp.DummyCookieJar(),
-                trust_env=True,
-            )
             self._target = yarl.URL(template.url, encoded=True)  # parsed once, not per request
-        return self._session
-
-    def origin(self, template: Template) -> Origin | None:
-        """Our own connections to the template's origin, or None when a proxy is configured for it (the
-        HTTP(S)_PROXY / ALL_PROXY / NO_PROXY environment, as httpx reads it): aiohttp sends those."""
-        if self._origin is None and self._session is None:
-            url = urllib.parse.urlsplit(template.url)
-            proxied = url.scheme in urllib.request.getproxies() and not urllib.request.proxy_bypass(url.hostname or "")
-            if proxied:
-                return None
-            self._origin = Origin(template.url, template.headers, self.timeout)
-        return self._origin
-
-    async def post(self, template: Template, body: Mapping[str, Any]) -> Reply:
-        """One POST of `body`; a connection that fails or drops is a RetryableError."""
-        data = template.encode(body)
-        origin = self.origin(template)
-        if origin is not None:
-            try:
-                return Reply(*await origin.post(data))
-            except ConnectionDropped as e:
-                raise RetryableError(f"connection error: {e}") from None
-            except TimeoutError:
-                raise RetryableError("request timed out") from None
-            except OSError as e:  # refused, reset, unreachable, TLS (ssl.SSLError is an OSError)
-                raise RetryableError(f"connection error: {type(e).__name__}: {e}") from None
-        try:
-            async with self.session(template).post(self._target, data=data) as r:
-                return Reply(r.status, r.headers, await r.read())
-        except aiohttp.ConnectionTimeoutError as e:
-            raise RetryableError(f"connection error: {e}") from None
-        except TimeoutError:
-            raise RetryableError("request timed out") from None
-        except aiohttp.ClientPayloadError as e:
-            raise RetryableError(f"connection error: the reply was cut off ({e})") from None
-        except (aiohttp.ClientError, OSError) as e:
-            raise RetryableError(f"connection error: {type(e).__name__}: {e}") from None
+            self._headers = CIMultiDict(template.headers)
+            self.template = template
+            self._capturing.set_result(template)
+            return template
+        return await asyncio.shield(self._capturing)
 
     async def call(
         self, body: Mapping[str, Any], create: Callable[[Any], Awaitable[Any]]
     ) -> tuple[Any, RateLimit | None]:
-        """Post `body` (capturing the template with `create` the first time): the reply's JSON and what its
-        rate-limit headers said. An error reply is raised as the SDK's own exception (`status_error`)."""
+        """Post `body` (capturing the template with `create` the first time): the reply's JSON (ValueError when
+        it is not JSON) and what its rate-limit headers said. An error status is raised as ErrorReply."""
         template = self.template or await self.prepare(create)
-        reply = await self.post(template, body)
-        if reply.status >= 300:
-            raise self.status_error(reply, template)
-        return reply.json(), rate_limit(reply.headers)
+        status, headers, content = await self.link.request("POST", self._target, self._headers, template.encode(body))
+        if status >= 300:
+            raise ErrorReply(template.url, status, headers, content)
+        return json.loads(content), rate_limit(headers)
 
-    def status_error(self, reply: Reply, template: Template) -> Exception:
-        """The SDK's own exception for an error reply (RateLimitError, BadRequestError, ...)."""
-        request = httpx2.Request("POST", template.url)
-        response = httpx2.Response(reply.status, headers=dict(reply.headers), content=reply.content, request=request)
-        error: Exception = self.client._make_status_error_from_response(response)
-        return error
+    async def models(self) -> list[str] | None:
+        """The model names the server lists at GET /models, None when it lists none (or cannot be asked): a hint
+        for an error message, never a gate (servers list names differently from what they accept)."""
+        headers = {k: v for k, v in self._headers.items() if k.lower() != "content-type"}
+        url = str(self.client.base_url).rstrip("/") + "/models"
+        try:
+            status, _, content = await self.link.request(
+                "GET", url, headers, None, aiohttp.ClientTimeout(total=LISTING_TIMEOUT)
+            )
+            data = json.loads(content).get("data") if status == 200 else None
+            return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)] if data else None
+        except (RetryableError, PermanentError, ValueError, AttributeError, TypeError):
+            return None
 
     async def aclose(self) -> None:
-        if self._origin is not None:
-            self._origin.close()
-            self._origin = None
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self.link.aclose()
         await self.client.close()
+
+
+def open_routes(
+    urls: Sequence[str | None], timeout: float, make_client: Callable[[str | None, httpx2.AsyncClient], Any]
+) -> list[Route]:
+    """One Route per base URL (None: the SDK's default): `make_client(url, http_client)` builds the SDK client
+    on an httpx client whose transport is the Route's aiohttp session, so the SDK's own calls go there too."""
+    routes = []
+    for url in urls:
+        link = Link(url or "", timeout)
+        client = make_client(url, httpx2.AsyncClient(transport=SDKTransport(link), follow_redirects=True))
+        link.base_url = str(client.base_url)  # as the SDK resolved it (OPENAI_BASE_URL & co.)
+        routes.append(Route(client, link))
+    return routes

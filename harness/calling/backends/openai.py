@@ -16,18 +16,19 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-import openai
 from openai import AsyncOpenAI
 
 from harness.calling.backends import backend_key
 from harness.calling.backends.base import (
     ClientPool,
     MalformedReply,
+    PermanentError,
     RemoteBackend,
     clean_reply,
+    redact,
     usage_count,
 )
-from harness.calling.backends.http import Route
+from harness.calling.backends.http import ErrorReply, Route, open_routes
 from harness.calling.backends.openai_errors import sdk_errors
 from harness.calling.backends.openai_names import (  # the pure name rules, shared with --dry-run
     DEFAULT_REASONING_TOKENS,
@@ -40,19 +41,10 @@ from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 CHAT_ENDPOINT, RAW_ENDPOINT = "/v1/chat/completions", "/v1/completions"
 
 
-def http_client() -> openai.DefaultAioHttpClient | None:
-    """The SDK's aiohttp transport when aiohttp is installed, for the SDK's own calls: the Batch API and
-    embeddings (one-by-one requests go through harness/calling/backends/http.py instead)."""
-    try:
-        return openai.DefaultAioHttpClient()
-    except RuntimeError:  # aiohttp missing: the SDK's default httpx transport
-        return None
-
-
 def from_config(config: RunConfig) -> OpenAIBackend:
-    """The run's model at OpenAI or at --base-url (whose model list, where it has one, must name it)."""
+    """The run's model at OpenAI or at --base-url."""
     api = config.api
-    backend = OpenAIBackend(
+    return OpenAIBackend(
         config.model,
         backend_key("openai", api.base_urls),
         api.base_urls,
@@ -64,9 +56,6 @@ def from_config(config: RunConfig) -> OpenAIBackend:
         stop=config.stop,
         max_tokens=config.max_tokens,
     )
-    if api.base_urls:
-        backend.check_model()  # a server that lists its models must list this one
-    return backend
 
 
 class OpenAIBackend(RemoteBackend):
@@ -103,12 +92,17 @@ class OpenAIBackend(RemoteBackend):
         self.stop = list(stop)
         self.max_tokens = max_tokens  # what describe() records; each Request carries its own
         urls: Sequence[str | None] = list(base_urls) or [None]  # None: the SDK's default (or OPENAI_BASE_URL)
-        self.clients = [
-            AsyncOpenAI(api_key=api_key, base_url=u, max_retries=0, timeout=timeout, http_client=http_client())
-            for u in urls
-        ]
+        # One Route per base URL: the SDK client (typed calls: templates, batches, embeddings) and the aiohttp
+        # session every request goes through (calling/backends/http.py, transport.py).
+        self.routes = open_routes(
+            urls,
+            timeout,
+            lambda url, http: AsyncOpenAI(
+                api_key=api_key, base_url=url, max_retries=0, timeout=timeout, http_client=http
+            ),
+        )
+        self.clients = [r.client for r in self.routes]
         self.base_urls = [str(c.base_url) for c in self.clients]
-        self.routes = [Route(c, timeout) for c in self.clients]  # one-by-one requests (calling/backends/http.py)
         self.pool = ClientPool(self.routes)
 
     @property
@@ -170,8 +164,38 @@ class OpenAIBackend(RemoteBackend):
     async def send(self, request: Request) -> Completion:
         body = self.body(request)
         with self.pool.lease() as route, sdk_errors(self._key, body):
-            data, limits = await route.call(body, self._capture_call(body))
+            try:
+                data, limits = await route.call(body, self._capture_call(body))
+            except ErrorReply as e:
+                if e.status != 404:
+                    raise  # sdk_errors classifies it
+                raise await self.not_found(route, e) from None
         return self.completion_from(request.id, data, limits)
+
+    async def not_found(self, route: Route, e: ErrorReply) -> PermanentError:
+        """A 404 explained. The server's model list is asked only now, as a hint: a model it does not list
+        (while it lists some), a server without /v1/completions for raw prompts, or a wrong --base-url."""
+        message = redact(e.message, self._key)
+        served = await route.models()
+        if served and self.model not in served:
+            shown = ", ".join(repr(m) for m in served[:10]) + (" ..." if len(served) > 10 else "")
+            return PermanentError(
+                f"model {self.model!r} is not served at {route.link.base_url}: it serves {shown} (HTTP 404: {message})",
+                fatal=True,
+            )
+        if e.code == "model_not_found" or self.model in message:  # the server's own words about the model
+            return PermanentError(f"HTTP 404: {message}", fatal=True)
+        if not self.chat:
+            return PermanentError(
+                f"HTTP 404 from {e.url}: this server has no {RAW_ENDPOINT}, which raw text prompts need; "
+                f"--chat sends each prompt as one chat message to {CHAT_ENDPOINT} instead ({message})",
+                fatal=True,
+            )
+        return PermanentError(
+            f"HTTP 404 from {e.url}: is --base-url right? (an OpenAI-compatible server's usually ends in /v1) "
+            f"({message})",
+            fatal=True,
+        )
 
     def _capture_call(self, body: dict[str, Any]) -> Callable[[AsyncOpenAI], Awaitable[Any]]:
         """The SDK's own typed call for this body, run once per base URL by http.capture."""
@@ -225,30 +249,6 @@ class OpenAIBackend(RemoteBackend):
             rate_limit=limits,
             reasoning=clean_reply(thought, self._key)[0] if thought is not None else None,
         )
-
-    def served_models(self) -> list[str] | None:
-        """The model ids every base URL lists at /v1/models; None where a server offers no such list."""
-        served: list[str] | None = None
-        for url in self.base_urls:
-            client = openai.OpenAI(api_key=self._key, base_url=url, max_retries=0, timeout=10.0)
-            try:
-                ids = [m.id for m in client.models.list()]
-            except (openai.APIError, ValueError, TypeError, AttributeError):
-                continue  # 404, unreachable, or an odd body: the run itself reports what matters
-            finally:
-                client.close()
-            served = ids if served is None else [m for m in served if m in ids]
-        return served
-
-    def check_model(self) -> None:
-        """Fail in one line when a server lists its models and this one is not among them."""
-        served = self.served_models()
-        # An empty list offers nothing to check against (transformers serve lists no model for a local folder).
-        if served and self.model not in served:
-            shown = ", ".join(repr(m) for m in served[:10]) + (" ..." if len(served) > 10 else "")
-            raise HarnessError(
-                f"model {self.model!r} is not served at {', '.join(self.base_urls)}: it serves {shown or 'nothing'}"
-            )
 
     async def aclose(self) -> None:
         for route in self.routes:

@@ -1,5 +1,6 @@
-"""The openai SDK's exceptions mapped onto our retry policy (harness/calling/backends/base.py), for the one-by-one
-path (harness/calling/backends/openai.py), embeddings and the Batch API."""
+"""Errors of the OpenAI backends mapped onto our retry policy (harness/calling/backends/base.py): error replies of
+the lean path (harness/calling/backends/http.py `ErrorReply`) and the openai SDK's public exceptions, for its
+typed calls (embeddings, the Batch API), whose connection failures are already ours (transport.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ import openai
 from harness.calling.backends.base import (
     MalformedReply,
     PermanentError,
-    RetryableError,
     redact,
     status_error,
-    timeout_error,
 )
+from harness.calling.backends.http import ErrorReply, reply_error, sdk_connection_error
 
 
 @contextlib.contextmanager
@@ -24,6 +24,8 @@ def sdk_errors(key: str, body: dict[str, Any] | None = None) -> Iterator[None]:
     """Map the SDK's exceptions onto ours (retry or fail fast), with the key redacted from every message."""
     try:
         yield
+    except ErrorReply as e:
+        raise reply_error(e, key, body or ()) from None
     except openai.APIStatusError as e:
         message = redact(_provider_message(e), key)
         if e.status_code == 429 and _field(e, "code") == "insufficient_quota":
@@ -31,10 +33,8 @@ def sdk_errors(key: str, body: dict[str, Any] | None = None) -> Iterator[None]:
         raise status_error(
             e.status_code, message, e.response.headers, _field(e, "code"), _field(e, "param"), body or ()
         ) from None
-    except openai.APITimeoutError as e:
-        raise timeout_error(e, key) from None
-    except openai.APIConnectionError as e:
-        raise RetryableError(f"connection error: {redact(str(e), key)}") from None
+    except openai.APIConnectionError as e:  # APITimeoutError included
+        raise sdk_connection_error(e, key) from None
     except (openai.APIResponseValidationError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
         raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
 
