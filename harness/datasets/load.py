@@ -52,7 +52,8 @@ def _csv_error(e: csv.Error, reader: csv.DictReader[str], source: str) -> Harnes
     # The csv module's one common failure on real files is its field size limit (131,072 characters),
     # which in practice means an unclosed quote swallowed the rest of the file into one cell.
     hint = " (an unclosed quote?)" if "field larger than field limit" in str(e) else ""
-    return HarnessError(f"{source} line {reader.line_num}: {e}{hint}")
+    # line_num is still 0 when the header itself fails: the quote opened on line 1.
+    return HarnessError(f"{source} line {reader.line_num or 1}: {e}{hint}")
 
 
 def _header(reader: csv.DictReader[str], source: str) -> list[str]:

@@ -159,6 +159,7 @@ def mutants_of(module: str, source: str) -> list[Mutant]:
             and len(node.args) >= 2
             and not any(isinstance(a, ast.Starred) for a in node.args[:2])
             and ast.unparse(node.func).rsplit(".", 1)[-1] not in SYMMETRIC
+            and ast.dump(node.args[0]) != ast.dump(node.args[1])  # d.get(x, x) swapped is the same code
         ):
             add("swap", f"swap arguments 1 and 2 of {ast.unparse(node.func)}(...)")
     return out

@@ -118,6 +118,9 @@ def test_cell_over_the_csv_field_limit_is_one_line() -> None:
     rows = b'sentence1,sentence2,condition,label\na,b,c,1\n"' + b"x" * 140_000 + b'",b,c,2\n'
     with pytest.raises(HarnessError, match=r"x.csv line \d+: field larger than field limit .*unclosed quote"):
         parse_csts_csv(rows, "x.csv", "validation")
+    header = b'"sentence1,sentence2,condition,label\n' + b"x" * 140_000 + b"\n"  # the quote opens in the header
+    with pytest.raises(HarnessError, match=r"^x.csv line 1: field larger than field limit .*unclosed quote\?\)$"):
+        parse_csts_csv(header, "x.csv", "validation")
 
 
 @pytest.mark.parametrize("kind", ["fifo", "directory"])

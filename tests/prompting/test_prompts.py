@@ -162,18 +162,21 @@ def test_a_template_edited_after_loading_does_not_change_the_runs_prompts(tmp_pa
     even an included one (which jinja2 looks up again at every render)."""
     import os
 
-    (tmp_path / "inner.j2").write_text("first {{ query.sentence1 }}")
+    names = ["a.j2", "b.j2", "c.j2"]  # more includes than a small template cache would hold
+    for name in names:
+        (tmp_path / name).write_text(f"first {name} {{{{ query.sentence1 }}}} ")
     path = tmp_path / "mine.j2"
-    path.write_text('{% include "inner.j2" %}')
+    path.write_text("".join(f'{{% include "{name}" %}}' for name in names))
     renderer = PromptRenderer(str(path))
     q = Example("0", "s1", "s2", "c", 3.0)
-    assert renderer.render(q, []) == "first s1"
+    first = "first a.j2 s1 first b.j2 s1 first c.j2 s1 "
+    assert renderer.render(q, []) == first
     hashes = renderer.hashes()
-    for name in ("inner.j2", "mine.j2"):
+    for name in [*names, "mine.j2"]:
         (tmp_path / name).write_text("second {{ query.sentence1 }}")
         later = (tmp_path / name).stat().st_mtime + 60
         os.utime(tmp_path / name, (later, later))
-    assert renderer.render(q, []) == "first s1" and renderer.hashes() == hashes
+    assert renderer.render(q, []) == first and renderer.hashes() == hashes
 
 
 def test_the_datasets_folder_is_searched_for_includes(tmp_path: Path) -> None:
