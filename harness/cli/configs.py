@@ -123,5 +123,6 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         shot_sampler=a.shot_sampler,
         shot_seed=a.shot_seed,
         scoring=a.scoring,
+        constrain=a.constrain,
         parse=a.parse,
     )

@@ -200,6 +200,12 @@ def add_decoding_args(g: argparse._ArgumentGroup) -> None:
         help="parsed: the first number of the reply (the paper); expected: probability-weighted score",
     )
     g.add_argument(
+        "--constrain",
+        action="store_true",
+        help="the backend forces the reply into the label scale (JSON schema, forced tool call, choice or token "
+        "restriction): a protocol of its own, never compared with the paper's numbers",
+    )
+    g.add_argument(
         "--parse",
         default=RunConfig.parse,
         choices=PARSE_MODES,

@@ -97,5 +97,8 @@ class RunConfig:
     max_tokens: int = 20  # output budget of each scoring request (Deshpande et al. 2023, App. A.3: 20)
     shot_sampler: str = "seeded"  # "seeded" (per query) or "reference" (the published script's one stream)
     scoring: str = "parsed"  # "parsed" (the paper's first number) or "expected" (from log-probabilities)
+    # --constrain: the backend forces the answer into the label scale (harness/scoring/constrained.py), a protocol
+    # of its own whose numbers are never set against the paper's.
+    constrain: bool = False
     parse: str = "first-number"  # "strict" adds a second metric set (spearman_strict, ...); never replaces it
     shot_seed: int | None = None  # None: --seed for "seeded", 42 for "reference" (run_sts_fewshot.py's default)

@@ -139,7 +139,7 @@ def check_backends(config: RunConfig) -> None:
     models = [(config.model, scoring_backend(config), config.variant != "qa-embed")]
     if config.variant != "sentences" and config.answers is None:
         models.append((answer_config(config).model, check_answer_backend(config), True))
-    check_scoring(config)  # --scoring expected needs log-probabilities: hf, vllm
+    check_scoring(config)  # --scoring expected needs log-probabilities; --constrain a mechanism
     for model, name, generates in models:
         local_path = name in LOCAL_MODEL_BACKENDS and model.startswith(("/", "./", "../", "~"))
         if local_path and not Path(model).expanduser().is_dir():

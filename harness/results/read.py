@@ -42,9 +42,10 @@ OLD_DEFAULTS: dict[str, Any] = {
     "max_tokens": 20,  # App. A.3: 20 generation tokens
     "stop": None,
     "shot_sampler": "seeded",  # per-query seeded draw (the harness's own)
+    "constrain": False,  # the reply as the model wrote it
 }
 IDENTITY: tuple[str, ...] = ("backend", "chat", "template", "scoring", "parse", "max_tokens", "stop", "shot_sampler")
-IDENTITY += ("seed", "limit", "subset_seed", "answer_model")
+IDENTITY += ("constrain", "seed", "limit", "subset_seed", "answer_model")
 CHAT_BACKENDS = ("openai", "anthropic")  # before --chat/--no-chat, API backends always sent one chat message
 
 

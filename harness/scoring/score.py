@@ -6,8 +6,12 @@ from collections.abc import Mapping
 
 from harness.datasets.load import pair_ids
 from harness.prompting.prepared import Prepared
+from harness.scoring.constrained import parse_constrained
 from harness.scoring.parsing import fallback_score, parse_score, reason_code, strict_score
 from harness.types import Completion, Scored
+
+# --constrain: a reply that holds a number but not in the constrained shape (the backend ignored the constraint).
+OFF_FORMAT = "off-format"
 
 
 def _usage(c: Completion) -> dict[str, int]:
@@ -21,6 +25,7 @@ def score(
     seed: int,
     strict: bool = False,
     parsed_already: Mapping[str, float | None] | None = None,
+    constrained: bool = False,
 ) -> list[Scored]:
     """Parse each output by the reference rule; an invalid one gets the seeded fallback draw.
 
@@ -29,7 +34,10 @@ def score(
 
     Each answered sample also gets its reason code (parsing.reason_code) and, with `strict`, the
     `--parse strict` reading with the same fallback draw, so the two metric sets differ only in parsing.
+    `constrained` (--constrain): replies are read by harness/scoring/constrained.py `parse_constrained` instead,
+    and one with a number in another shape gets the reason code "off-format".
     """
+    parse = parse_constrained if constrained else parse_score
     pairs = pair_ids(prep.dataset.examples) if prep.dataset.name == "csts" else {}
     label_range = prep.dataset.label_range
     parsed_already = parsed_already or {}
@@ -41,7 +49,7 @@ def score(
             out.append(Scored(q.id, req.prompt, shot_ids, None, None, False, None, q.label, None, pairs.get(q.id)))
             continue
         text, error = c.text, c.error
-        parsed = parsed_already[req.id] if req.id in parsed_already else parse_score(text)
+        parsed = parsed_already[req.id] if req.id in parsed_already else parse(text)
         valid = parsed is not None
         parsed_strict = prediction_strict = None
         if error is not None:
@@ -53,12 +61,15 @@ def score(
                 parsed_strict = strict_score(text)
                 prediction_strict = fallback if parsed_strict is None else parsed_strict
         reason = reason_code(text, parsed, label_range, c.finish_reason, c.refusal, error)
+        if constrained and reason == "no-number" and parse_score(text) is not None:
+            reason = OFF_FORMAT
         expected = mass = None
         if c.score_probs is not None and error is None:  # --scoring expected
             from harness.scoring.expected import expected_score  # with numpy, which only this needs here
 
             weighted = expected_score(c.score_probs, label_range)
-            expected, mass = weighted if weighted is not None else (None, None)
+            # No valid score token among the returned alternatives: mass 0, told apart from no logprobs (None).
+            expected, mass = weighted if weighted is not None else (None, 0.0)
         out.append(
             Scored(
                 q.id,

@@ -15,6 +15,7 @@ from harness.calling.pricing import Price, usage
 from harness.config.settings import RunConfig
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer, template_name
+from harness.scoring.constrained import parse_constrained
 from harness.scoring.parsing import parse_score
 from harness.scoring.score import score
 from harness.types import Dataset, Example, Request, Scored
@@ -56,6 +57,7 @@ def dry_run(config: RunConfig, prep: Prepared, price: Price | None) -> tuple[lis
 
 def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price | None) -> Outcome:
     stats = DispatchStats()
-    replies = call(backend, prep.requests, dispatch_options(config, price), stats, parse=parse_score)
-    samples = score(prep, replies.completions, config.seed, config.parse == "strict", replies.parsed)
+    parse = parse_constrained if config.constrain else parse_score  # --constrain: its own reply shape
+    replies = call(backend, prep.requests, dispatch_options(config, price), stats, parse=parse)
+    samples = score(prep, replies.completions, config.seed, config.parse == "strict", replies.parsed, config.constrain)
     return Outcome(samples, {"usage": usage(replies.completions, price, stats.paid_by_batch)} | stats.record())

@@ -33,8 +33,16 @@ class _Builder(Protocol):
     def from_config(self, config: RunConfig, label_range: tuple[float, float]) -> Backend: ...
 
 
-# Backends that return the first output position's log-probabilities for --scoring expected.
-EXPECTED_SCORING_BACKENDS = ("hf", "vllm")
+# Backends that return the first output position's log-probabilities for --scoring expected (openai: hosted
+# chat models with top_logprobs, and OpenAI-compatible servers that return logprobs).
+EXPECTED_SCORING_BACKENDS = ("hf", "vllm", "openai")
+# Backends that can force the answer into the label scale (--constrain), each by its own mechanism.
+CONSTRAIN_BACKENDS = {
+    "openai": "response_format json_schema (strict)",
+    "anthropic": "a forced tool call with an integer field",
+    "vllm": "structured outputs: a choice over the scale",
+    "hf": "the first output token restricted to the scale's tokens",
+}
 
 
 def backend_for(model: str, base_urls: Sequence[str] = ()) -> str:
@@ -97,6 +105,8 @@ def check_scoring(config: RunConfig) -> None:
     """--scoring expected needs log-probabilities: refused in one line where the backend has none."""
     if config.scoring not in SCORINGS:
         raise HarnessError(f"unknown --scoring {config.scoring!r}; choose from {', '.join(SCORINGS)}")
+    if config.constrain:
+        check_constrain(config)
     if config.scoring != "expected":
         return
     name = backend_name(config)
@@ -107,6 +117,34 @@ def check_scoring(config: RunConfig) -> None:
         )
     if config.variant != "sentences":
         raise HarnessError("--scoring expected scores the sentence prompt: use --variant sentences")
+    if name == "openai" and _reasoning(config):
+        raise HarnessError(
+            f"--scoring expected: reasoning models ({config.model!r}) return no log-probabilities "
+            "(and their first output token is hidden reasoning)"
+        )
+
+
+def check_constrain(config: RunConfig) -> None:
+    """--constrain needs a backend that can force the answer into the scale; one protocol per run."""
+    name = backend_name(config)
+    if name not in CONSTRAIN_BACKENDS:
+        raise HarnessError(
+            f"--constrain: the {name} backend cannot force its answer into the label scale; "
+            f"use one of: {', '.join(CONSTRAIN_BACKENDS)}"
+        )
+    if config.variant != "sentences":
+        raise HarnessError("--constrain constrains the score of the sentence prompt: use --variant sentences")
+    if config.scoring == "expected":
+        raise HarnessError(
+            "--constrain with --scoring expected: a constrained reply starts with its format, not the score; "
+            "run them as two runs (the report sets them side by side)"
+        )
+
+
+def _reasoning(config: RunConfig) -> bool:
+    from harness.calling.backends import openai_names  # not .openai: validation imports no SDK
+
+    return openai_names.is_reasoning_model(config.model) if config.api.reasoning is None else config.api.reasoning
 
 
 def make_backend(config: RunConfig, label_range: tuple[float, float]) -> Backend:

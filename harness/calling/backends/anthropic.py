@@ -8,11 +8,14 @@ request to API version 2023-06-01 and send `temperature: 0` in the body (extra_b
 longer accept sampling parameters at all (Opus 4.7 and later, generation-5 models) answer that with a
 400, and the run stops with their message. The Messages API is chat-only: `--no-chat` is refused.
 Stop reasons are recorded in OpenAI's words (end_turn, stop_sequence -> stop; max_tokens -> length).
+`--constrain` forces a call of one tool whose only input is the score, an integer of the scale (`tool_choice`);
+the reply's text is then that input as JSON, `{"score": 4}` (harness/scoring/constrained.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
@@ -33,11 +36,13 @@ from harness.calling.backends.base import (
 )
 from harness.calling.backends.http import Route
 from harness.config.settings import RunConfig
+from harness.scoring.constrained import json_schema, scale_values
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
 LEGACY_API_VERSION = "2023-06-01"  # the last API version that accepts temperature
 ENDPOINT = "/v1/messages"
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+TOOL_NAME = "record_similarity"  # --constrain: the one tool the model must call
 
 
 def http_client() -> anthropic.DefaultAioHttpClient | None:
@@ -60,7 +65,14 @@ def from_config(config: RunConfig, label_range: tuple[float, float]) -> Anthropi
         chat=config.chat,
         stop=config.stop,
         max_tokens=config.max_tokens,
+        constrain=scale_values(label_range) if config.constrain else None,
     )
+
+
+def constrain_fields(values: tuple[int, ...]) -> dict[str, Any]:
+    """--constrain: one tool whose input is the score, and `tool_choice` forcing the model to call it."""
+    tool = {"name": TOOL_NAME, "description": "Record the similarity score.", "input_schema": json_schema(values)}
+    return {"tools": [tool], "tool_choice": {"type": "tool", "name": TOOL_NAME}}
 
 
 class AnthropicBackend(RemoteBackend):
@@ -79,6 +91,7 @@ class AnthropicBackend(RemoteBackend):
         chat: bool | None = None,
         stop: Sequence[str] = (),
         max_tokens: int = 20,
+        constrain: tuple[int, ...] | None = None,
     ) -> None:
         if chat is False:
             raise HarnessError(
@@ -90,6 +103,7 @@ class AnthropicBackend(RemoteBackend):
         self.chat = True
         self.stop = list(stop)
         self.max_tokens = max_tokens  # what describe() records; each Request carries its own
+        self.constrain = constrain  # --constrain: the scale's integers, the forced tool's only input
         headers = {"anthropic-version": LEGACY_API_VERSION} if greedy else None
         urls: Sequence[str | None] = list(base_urls) or [None]
         self.clients = [
@@ -119,6 +133,8 @@ class AnthropicBackend(RemoteBackend):
             body["temperature"] = request.temperature
         if self.stop:
             body["stop_sequences"] = list(self.stop)
+        if self.constrain is not None:
+            body |= constrain_fields(self.constrain)
         return body
 
     def describe(self) -> dict[str, object]:
@@ -167,6 +183,8 @@ class AnthropicBackend(RemoteBackend):
         if not all(isinstance(t, str) for t in parts):
             raise MalformedReply("malformed reply: a text block without text")
         text = "".join(parts)  # type: ignore[arg-type]
+        if self.constrain is not None:
+            text = _tool_input(content, text)
         stop = data.get("stop_reason")
         stop = stop if isinstance(stop, str) else None
         refusal = None
@@ -190,6 +208,15 @@ class AnthropicBackend(RemoteBackend):
     async def aclose(self) -> None:
         for route in self.routes:
             await route.aclose()
+
+
+def _tool_input(content: list[Any], text: str) -> str:
+    """--constrain: the forced tool call's input as JSON; the text blocks when the reply holds no such call
+    (then scored invalid unless they are a bare score)."""
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == TOOL_NAME:
+            return json.dumps(block.get("input"), sort_keys=True)
+    return text
 
 
 @contextlib.contextmanager

@@ -3,7 +3,9 @@
 torch and transformers are imported when the backend is built, never by `import harness`. Names in
 harness/calling/backends/local_models.py (`smollm2-135m`) resolve to weights a Python package ships, with no network.
 With `expected=True` each answer also carries the first output position's score-token probabilities
-(harness/scoring/expected.py).
+(harness/scoring/expected.py). With `constrain` (--constrain) the first output token is restricted to the
+tokens of the scale's integers and the next one to end-of-sequence (transformers' `prefix_allowed_tokens_fn`):
+the reply is the integer greedy decoding prefers among them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from harness.calling.backends import local_models
 from harness.calling.backends.base import LocalBackend
 from harness.config.settings import LocalOptions, RunConfig
+from harness.scoring.constrained import scale_values
 from harness.scoring.expected import score_token_value
 from harness.types import Completion, HarnessError, Request, Usage
 
@@ -57,8 +60,9 @@ class _Loaded:
 
 
 def from_config(config: RunConfig, label_range: tuple[float, float]) -> HFBackend:
-    """The run's model: --model a hub id, local path or packaged name, --scoring expected."""
-    return HFBackend(config.model, config.local, expected=config.scoring == "expected")
+    """The run's model: --model a hub id, local path or packaged name, --scoring expected, --constrain."""
+    constrain = scale_values(label_range) if config.constrain else None
+    return HFBackend(config.model, config.local, expected=config.scoring == "expected", constrain=constrain)
 
 
 class HFBackend(LocalBackend):
@@ -66,10 +70,13 @@ class HFBackend(LocalBackend):
 
     name = "hf"
 
-    def __init__(self, model: str, options: LocalOptions, expected: bool = False) -> None:
+    def __init__(
+        self, model: str, options: LocalOptions, expected: bool = False, constrain: tuple[int, ...] | None = None
+    ) -> None:
         self.model = model
         self.options = options
         self.expected = expected
+        self.constrain = constrain
         self.torch, self.transformers = require_hf()
         # A packaged model (smollm2-135m): checked now (package installed?), converted on first load.
         self._packaged = local_models.weights_identity(model) if local_models.is_known(model) else None
@@ -93,6 +100,11 @@ class HFBackend(LocalBackend):
             record["packaged_weights"] = self._packaged
         if self.expected:
             record["score_probs"] = "softmax of the first output position's logits, summed per integer token 0-10"
+        if self.constrain is not None:
+            record["constrain"] = {
+                "mechanism": "prefix_allowed_tokens_fn: first token one of the scale's integer tokens, then EOS",
+                "scale": list(self.constrain),
+            }
         return record
 
     def source(self) -> str:
@@ -133,7 +145,7 @@ class HFBackend(LocalBackend):
             max_positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
         if self.batch_size is None:
             self.batch_size = START_BATCH_GPU if torch.cuda.is_available() else START_BATCH_CPU
-        score_tokens = _score_tokens(tokenizer) if self.expected else {}
+        score_tokens = _score_tokens(tokenizer) if self.expected or self.constrain is not None else {}
         self._loaded = _Loaded(
             model, tokenizer, model.device, encoder_decoder, max_positions, frozenset(eos_ids), score_tokens
         )
@@ -214,6 +226,7 @@ class HFBackend(LocalBackend):
                 pad_token_id=pad,
                 return_dict_in_generate=True,
                 output_logits=self.expected,  # raw logits, before any logits processor of generation_config
+                prefix_allowed_tokens_fn=self._allowed(lm, width) if self.constrain is not None else None,
             )
         sequences = out.sequences
         probs = self._first_position_probs(out.logits[0], lm) if self.expected else [None] * len(batch)
@@ -225,6 +238,20 @@ class HFBackend(LocalBackend):
             text = lm.tokenizer.decode(kept, skip_special_tokens=True)
             completions.append(Completion(it.request.id, text, usage=Usage(len(it.ids), len(kept)), score_probs=p))
         return completions
+
+    def _allowed(self, lm: _Loaded, width: int) -> Any:
+        """--constrain: transformers' prefix_allowed_tokens_fn. The first new token is one of the scale's integer
+        tokens ("4", " 4", ...), the next the end of sequence: the reply is exactly one score."""
+        assert self.constrain is not None
+        scale = {str(v) for v in self.constrain}
+        first = sorted(i for i, v in lm.score_tokens.items() if v in scale)
+        eos = sorted(lm.eos_ids)
+        start = 1 if lm.encoder_decoder else width  # decoder input: its start token / the (left-padded) prompt
+
+        def allowed(batch_id: int, input_ids: Any) -> list[int]:
+            return first if input_ids.shape[-1] == start else eos
+
+        return allowed
 
     def _first_position_probs(self, logits: Any, lm: _Loaded) -> list[dict[str, float]]:
         """Per row: {integer: probability} at the first output position, over the whole vocabulary (float32)."""

@@ -29,6 +29,7 @@ from harness.calling.backends.base import (
 )
 from harness.calling.backends.http import Route
 from harness.calling.backends.openai_errors import sdk_errors
+from harness.calling.backends.openai_logprobs import logprob_fields, score_probs_from
 from harness.calling.backends.openai_names import (  # the pure name rules, shared with --dry-run
     DEFAULT_REASONING_TOKENS,
     default_chat,
@@ -36,6 +37,7 @@ from harness.calling.backends.openai_names import (  # the pure name rules, shar
     output_budget,
 )
 from harness.config.settings import RunConfig
+from harness.scoring.constrained import response_format, scale_values
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
 CHAT_ENDPOINT, RAW_ENDPOINT = "/v1/chat/completions", "/v1/completions"
@@ -64,6 +66,8 @@ def from_config(config: RunConfig, label_range: tuple[float, float]) -> OpenAIBa
         chat=config.chat,
         stop=config.stop,
         max_tokens=config.max_tokens,
+        expected=config.scoring == "expected",
+        constrain=scale_values(label_range) if config.constrain else None,
     )
     if api.base_urls:
         backend.check_model()  # a server that lists its models must list this one
@@ -87,6 +91,8 @@ class OpenAIBackend(RemoteBackend):
         chat: bool | None = None,
         stop: Sequence[str] = (),
         max_tokens: int = 20,
+        expected: bool = False,
+        constrain: tuple[int, ...] | None = None,
     ) -> None:
         if chat is False and not base_urls:
             raise HarnessError(
@@ -101,6 +107,8 @@ class OpenAIBackend(RemoteBackend):
         self.chat = chat if chat is not None else default_chat(model, base_urls)
         self.stop = list(stop)
         self.max_tokens = max_tokens  # what describe() records; each Request carries its own
+        self.expected = expected  # --scoring expected: ask for the first token's log-probabilities
+        self.constrain = constrain  # --constrain: the label scale's integers, forced by a JSON schema
         urls: Sequence[str | None] = list(base_urls) or [None]  # None: the SDK's default (or OPENAI_BASE_URL)
         self.clients = [
             AsyncOpenAI(api_key=api_key, base_url=u, max_retries=0, timeout=timeout, http_client=http_client())
@@ -124,7 +132,15 @@ class OpenAIBackend(RemoteBackend):
             params = {"max_tokens": request.max_tokens, "temperature": request.temperature}
         if self.stop:
             params["stop"] = list(self.stop)
-        return params
+        return params | self.protocol_fields()
+
+    def protocol_fields(self) -> dict[str, Any]:
+        """--scoring expected: log-probabilities; --constrain: the scale's JSON schema (Structured Outputs,
+        which vLLM, llama.cpp and SGLang servers also take on /v1/completions)."""
+        fields = logprob_fields(self.chat) if self.expected else {}
+        if self.constrain is not None:
+            fields["response_format"] = response_format(self.constrain)
+        return fields
 
     def body(self, request: Request) -> dict[str, Any]:
         """The exact JSON body sent to `endpoint` for this request: `send` posts it, the batch path
@@ -210,6 +226,7 @@ class OpenAIBackend(RemoteBackend):
             served_model=served if isinstance(served, str) else None,
             truncated=truncated,
             rate_limit=limits,
+            score_probs=score_probs_from(choice) if self.expected else None,
         )
 
     def served_models(self) -> list[str] | None:

@@ -4,6 +4,7 @@
 optional extra imported when the backend is built; data parallelism is vLLM's own (see the README).
 With `expected=True` (--scoring expected) every request asks for the top `SCORE_LOGPROBS` log-probabilities
 per position, and the first position's integer tokens become the answer's `score_probs` (harness/scoring/expected.py).
+With `constrain` (--constrain) every request carries vLLM's structured outputs: a choice over the scale's integers.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from harness.calling.backends.base import LocalBackend
 from harness.config.settings import LocalOptions, RunConfig
+from harness.scoring.constrained import scale_values
 from harness.scoring.expected import collect_score_probs
 from harness.types import Completion, HarnessError, Request, Usage
 
@@ -22,15 +24,30 @@ SCORE_LOGPROBS = 20
 
 
 def from_config(config: RunConfig, label_range: tuple[float, float]) -> VllmBackend:
-    """The run's engine: --model a hub id or local path, --seed, --scoring expected."""
-    return VllmBackend(config.model, config.local, seed=config.seed, expected=config.scoring == "expected")
+    """The run's engine: --model a hub id or local path, --seed, --scoring expected, --constrain."""
+    constrain = scale_values(label_range) if config.constrain else None
+    return VllmBackend(
+        config.model, config.local, seed=config.seed, expected=config.scoring == "expected", constrain=constrain
+    )
+
+
+def structured_choice(choices: list[str]) -> dict[str, Any]:
+    """The SamplingParams keyword that restricts the output to one of `choices`: `structured_outputs`
+    (StructuredOutputsParams, vLLM 0.10.2 and later) or, before the rename, `guided_decoding`."""
+    try:
+        from vllm.sampling_params import StructuredOutputsParams
+    except ImportError:
+        from vllm.sampling_params import GuidedDecodingParams
+
+        return {"guided_decoding": GuidedDecodingParams(choice=choices)}
+    return {"structured_outputs": StructuredOutputsParams(choice=choices)}
 
 
 class VllmBackend(LocalBackend):
     """Builds `vllm.LLM` on first use and sends all requests through one `generate` (or `chat`) call.
 
-    `llm_factory` and `sampling_params` default to `vllm.LLM` and `vllm.SamplingParams`; they are the seam
-    through which tests put a stand-in engine in their place.
+    `llm_factory`, `sampling_params` and `choice_params` default to `vllm.LLM`, `vllm.SamplingParams` and
+    `structured_choice`; they are the seam through which tests put a stand-in engine in their place.
     """
 
     name = "vllm"
@@ -43,6 +60,8 @@ class VllmBackend(LocalBackend):
         llm_factory: Callable[..., Any] | None = None,
         sampling_params: Callable[..., Any] | None = None,
         expected: bool = False,
+        constrain: tuple[int, ...] | None = None,
+        choice_params: Callable[[list[str]], dict[str, Any]] = structured_choice,
     ) -> None:
         if llm_factory is None or sampling_params is None:
             try:
@@ -55,6 +74,8 @@ class VllmBackend(LocalBackend):
         self.options = options
         self.seed = seed
         self.expected = expected
+        self.constrain = constrain
+        self._choice_params = choice_params
         self._llm_factory = llm_factory
         self._sampling_params = sampling_params
         self._llm: Any = None
@@ -86,7 +107,12 @@ class VllmBackend(LocalBackend):
         }
         if self.expected:
             record["score_probs"] = f"SamplingParams(logprobs={SCORE_LOGPROBS}): first position, per integer token"
+        if self.constrain is not None:
+            record["constrain"] = {"mechanism": "structured outputs: choice", "choice": self._choices()}
         return record
+
+    def _choices(self) -> list[str]:
+        return [str(v) for v in self.constrain or ()]
 
     def engine(self) -> Any:
         """The run's one engine, built on first use (loading takes minutes; a fully cached run never pays it)."""
@@ -101,7 +127,9 @@ class VllmBackend(LocalBackend):
         for r in requests:
             key = (r.max_tokens, r.temperature)
             if key not in made:
-                extra = {"logprobs": SCORE_LOGPROBS} if self.expected else {}
+                extra: dict[str, Any] = {"logprobs": SCORE_LOGPROBS} if self.expected else {}
+                if self.constrain is not None:
+                    extra |= self._choice_params(self._choices())
                 made[key] = self._sampling_params(
                     temperature=r.temperature, max_tokens=r.max_tokens, seed=self.seed, **extra
                 )
