@@ -5,7 +5,7 @@ as a JSON object `{"score": N}` where the backend enforces a JSON schema (OpenAI
 OpenAI-compatible servers, Anthropic's forced tool call) or as the bare integer where it restricts the
 tokens (vLLM's choice, hf's first-token restriction). A backend may ignore the constraint (a server that
 drops `response_format`), so the reply is still parsed and the invalid rate still measured: a reply is valid
-only when it is exactly one of those two shapes.
+only when it is exactly one of those two shapes (a bare integer, or a JSON object with one number `score`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 SCHEMA_NAME = "similarity_score"
 FIELD = "score"
-_BARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*$")
+_BARE = re.compile(r"^\s*(\d+)\s*$")  # what a choice or token restriction over the integers can give
 
 
 def scale_values(label_range: tuple[float, float]) -> tuple[int, ...]:
@@ -43,8 +43,8 @@ def response_format(values: tuple[int, ...]) -> dict[str, Any]:
 
 
 def parse_constrained(text: str | None) -> float | None:
-    """The score of a constrained reply: `{"score": N}` (JSON, N a number) or a bare number; None otherwise
-    (the backend did not hold to the constraint). Out-of-scale values are returned and flagged as out of
+    """The score of a constrained reply: `{"score": N}` (JSON, N a number) or a bare integer; None otherwise
+    (the backend did not hold to the constraint: "3.4", "The score is 4"). Out-of-scale values are returned and flagged as out of
     range by the reason code, as for the paper's rule."""
     if not text:
         return None

@@ -100,9 +100,7 @@ def send(backend: OpenAIBackend, prompt: str) -> Completion:
         (False, "chat", {"logprobs": TOP_LOGPROBS}),  # llama.cpp's server: /v1/completions in the chat shape
     ],
 )
-def test_openai_backend_asks_for_and_reads_first_token_logprobs(
-    chat: bool, shape: str, asked: dict[str, Any]
-) -> None:
+def test_openai_backend_asks_for_and_reads_first_token_logprobs(chat: bool, shape: str, asked: dict[str, Any]) -> None:
     with FakeServer(extras=logprobs(first_digit, raw_shape=shape)) as server:
         backend = OpenAIBackend("m", "EMPTY", [server.openai_url], chat=chat, expected=True)
         got = send(backend, "Sentence 1: a. Output:")

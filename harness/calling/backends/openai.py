@@ -185,7 +185,10 @@ class OpenAIBackend(RemoteBackend):
         """The SDK's own typed call for this body, run once per base URL by http.capture."""
         if self.chat:
             return lambda c: c.chat.completions.create(**body)
-        return lambda c: c.completions.create(**body)
+        # The legacy endpoint's create() has no response_format (--constrain on a compatible server): extra_body.
+        typed = {k: v for k, v in body.items() if k != "response_format"}
+        extra = {"response_format": body["response_format"]} if "response_format" in body else None
+        return lambda c: c.completions.create(**typed, extra_body=extra)
 
     def completion_from(self, request_id: str, data: Any, limits: RateLimit | None = None) -> Completion:
         """A reply's JSON as a Completion, whether it came one by one or in a batch's output file
