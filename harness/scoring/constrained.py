@@ -44,8 +44,8 @@ def response_format(values: tuple[int, ...]) -> dict[str, Any]:
 
 def parse_constrained(text: str | None) -> float | None:
     """The score of a constrained reply: `{"score": N}` (JSON, N a number) or a bare integer; None otherwise
-    (the backend did not hold to the constraint: "3.4", "The score is 4"). Out-of-scale values are returned and flagged as out of
-    range by the reason code, as for the paper's rule."""
+    (the backend did not hold to the constraint: "3.4", "The score is 4"). Out-of-scale values are returned and
+    flagged as out of range by the reason code, as for the paper's rule."""
     if not text:
         return None
     bare = _BARE.match(text)

@@ -22,11 +22,8 @@ from tests.fake_server import FakeServer
         (' {"score":2.5}\n', 2.5),
         ("3", 3.0),
         (" 0\n", 0.0),
-        ("7", 7.0),
-        (
-            "3.5",
-            None,
-        ),  # no choice over the integers gives this: a server that ignored the constraint  # a number off the scale is read (and flagged out-of-range by its reason), not dropped
+        ("7", 7.0),  # a number off the scale is read (and flagged out-of-range by its reason), not dropped
+        ("3.5", None),  # no choice over the integers gives this: a server that ignored the constraint
         ('{"score": 4, "why": "same topic"}', None),  # another shape than the schema's
         ('{"score": "4"}', None),
         ('{"score": true}', None),
