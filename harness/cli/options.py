@@ -13,6 +13,7 @@ from typing import NoReturn
 from harness.calling.batch.options import add_batch_args
 from harness.cli.configs import REASONING, CommaList
 from harness.config.settings import (
+    CONSTRAIN_MODES,
     DTYPES,
     PARSE_MODES,
     SCORINGS,
@@ -201,9 +202,12 @@ def add_decoding_args(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--constrain",
-        action="store_true",
-        help="the backend forces the reply into the label scale (JSON schema, forced tool call, choice or token "
-        "restriction): a protocol of its own, never compared with the paper's numbers",
+        nargs="?",
+        const="native",
+        choices=CONSTRAIN_MODES,
+        help="the backend forces the reply into the label scale: native (default: JSON schema, forced tool call, "
+        "choice or token restriction) or grammar (a llama.cpp server's GBNF field); a protocol of its own, never "
+        "compared with the paper's numbers",
     )
     g.add_argument(
         "--parse",

@@ -49,7 +49,7 @@ SPLIT_SIZES = {
 # message, open models raw text.
 PAPER_PROTOCOL: dict[str, object] = {
     "scoring": "parsed",
-    "constrain": False,
+    "constrain": None,
     "parse": "first-number",
     "max_tokens": 20,
     "stop": None,

@@ -42,7 +42,7 @@ OLD_DEFAULTS: dict[str, Any] = {
     "max_tokens": 20,  # App. A.3: 20 generation tokens
     "stop": None,
     "shot_sampler": "seeded",  # per-query seeded draw (the harness's own)
-    "constrain": False,  # the reply as the model wrote it
+    "constrain": None,  # the reply as the model wrote it
 }
 IDENTITY: tuple[str, ...] = ("backend", "chat", "template", "scoring", "parse", "max_tokens", "stop", "shot_sampler")
 IDENTITY += ("constrain", "seed", "limit", "subset_seed", "answer_model")

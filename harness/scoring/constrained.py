@@ -42,6 +42,11 @@ def response_format(values: tuple[int, ...]) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": json_schema(values)}}
 
 
+def gbnf(values: tuple[int, ...]) -> str:
+    """A llama.cpp GBNF grammar whose only sentences are the scale's integers (`--constrain grammar`)."""
+    return "root ::= " + " | ".join(f'"{v}"' for v in values)
+
+
 def parse_constrained(text: str | None) -> float | None:
     """The score of a constrained reply: `{"score": N}` (JSON, N a number) or a bare integer; None otherwise
     (the backend did not hold to the constraint: "3.4", "The score is 4"). Out-of-scale values are returned and

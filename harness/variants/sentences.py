@@ -57,7 +57,8 @@ def dry_run(config: RunConfig, prep: Prepared, price: Price | None) -> tuple[lis
 
 def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price | None) -> Outcome:
     stats = DispatchStats()
-    parse = parse_constrained if config.constrain else parse_score  # --constrain: its own reply shape
+    parse = parse_constrained if config.constrain is not None else parse_score  # --constrain: its own reply shape
     replies = call(backend, prep.requests, dispatch_options(config, price), stats, parse=parse)
-    samples = score(prep, replies.completions, config.seed, config.parse == "strict", replies.parsed, config.constrain)
+    constrained = config.constrain is not None
+    samples = score(prep, replies.completions, config.seed, config.parse == "strict", replies.parsed, constrained)
     return Outcome(samples, {"usage": usage(replies.completions, price, stats.paid_by_batch)} | stats.record())

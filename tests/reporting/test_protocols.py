@@ -60,4 +60,4 @@ def test_report_sets_parsed_expected_and_constrained_side_by_side(tmp_path: Path
     assert abs(float(pair.group(3)) - 100 * (want["R1 parsed"] - want["R2 constrained"])) < 0.01
     assert "R1 expected − R2 constrained" in section and "R1 parsed − R1 expected" in section
     runs_csv = (tmp_path / "rep" / "runs.csv").read_text()
-    assert "constrain=true" in runs_csv  # the constrained run's row label says so
+    assert "constrain=native" in runs_csv  # the constrained run's row label says so

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness.cli.main import main
-from harness.scoring.constrained import parse_constrained, response_format, scale_values
+from harness.scoring.constrained import gbnf, parse_constrained, response_format, scale_values
 from tests.fake_protocols import tool_call
 from tests.fake_server import FakeServer
 
@@ -81,8 +81,29 @@ def test_openai_sends_the_scales_json_schema_and_reads_the_json_answer(mode: str
     assert body["response_format"] == response_format((0, 1, 2, 3, 4, 5))
     assert metrics["invalid_pct"] == 0.0 and all(s["output"].startswith('{"score": ') for s in samples)
     assert all(s["parsed"] == float(json.loads(s["output"])["score"]) for s in samples)
-    assert config["constrain"] is True and config["settings"]["constrain"] is True
+    assert config["constrain"] == "native" and config["settings"]["constrain"] == "native"
     assert config["backend_params"]["sent"]["response_format"] == body["response_format"]  # in the cache key
+
+
+def grammar_answer(endpoint: str, request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    """A llama.cpp server given a GBNF grammar over integers: the fake's first digit alone."""
+    if "grammar" in request:
+        choice = reply["choices"][0]
+        if "message" in choice:
+            choice["message"]["content"] = choice["message"]["content"][0]
+        else:
+            choice["text"] = choice["text"][0]
+    return reply
+
+
+@pytest.mark.parametrize("mode", ["--chat", "--no-chat"])
+def test_constrain_grammar_sends_llama_cpps_gbnf_field(mode: str, tmp_path: Path) -> None:
+    with FakeServer(extras=grammar_answer) as server:
+        metrics, samples, config = run(server.openai_url, tmp_path, "--model", "m", mode, "--constrain", "grammar")
+    body = server.calls[0].body
+    assert body["grammar"] == 'root ::= "0" | "1" | "2" | "3" | "4" | "5"' == gbnf((0, 1, 2, 3, 4, 5))
+    assert "response_format" not in body and config["constrain"] == "grammar"
+    assert metrics["invalid_pct"] == 0.0 and all(s["output"] == s["output"][0] for s in samples)
 
 
 def test_a_server_that_ignores_the_constraint_shows_in_the_invalid_rate(tmp_path: Path) -> None:
@@ -111,13 +132,15 @@ def test_anthropic_forces_a_tool_call_and_reads_its_input(tmp_path: Path, monkey
         (["--model", "overlap"], "--constrain: the offline backend cannot force its answer into the label scale"),
         (["--model", "gpt-4o", "--scoring", "expected"], "--constrain with --scoring expected"),
         (["--model", "gpt-4o", "--variant", "qa", "--dataset", "csts"], "use --variant sentences"),
+        (["--model", "gpt-4o", "--constrain", "grammar"], "--constrain grammar sends llama.cpp's GBNF `grammar` field"),
+        (["--model", "claude-haiku-4-5", "--constrain", "grammar"], "it needs --base-url, a llama.cpp server"),
     ],
 )
 def test_constrain_is_refused_in_one_line_where_it_cannot_be_honoured(
     args: list[str], said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    rc = main(["--dataset", "stsb", *args, "--constrain", "--dry-run", "--results-dir", str(tmp_path)])
+    rc = main(["--dataset", "stsb", "--constrain", *args, "--dry-run", "--results-dir", str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and said in err
     assert list(tmp_path.iterdir()) == []

@@ -12,7 +12,7 @@ from typing import Protocol, cast
 from harness.calling.backends.base import Backend, api_key
 from harness.calling.backends.local_models import KNOWN_MODELS
 from harness.calling.backends.offline import OFFLINE_MODELS
-from harness.config.settings import SCORINGS, RunConfig
+from harness.config.settings import CONSTRAIN_MODES, SCORINGS, RunConfig
 from harness.types import HarnessError, Request
 
 # One line per provider: its --backend name -> the module that builds it, imported only when used (an SDK or
@@ -105,7 +105,7 @@ def check_scoring(config: RunConfig) -> None:
     """--scoring expected needs log-probabilities: refused in one line where the backend has none."""
     if config.scoring not in SCORINGS:
         raise HarnessError(f"unknown --scoring {config.scoring!r}; choose from {', '.join(SCORINGS)}")
-    if config.constrain:
+    if config.constrain is not None:
         check_constrain(config)
     if config.scoring != "expected":
         return
@@ -131,6 +131,12 @@ def check_constrain(config: RunConfig) -> None:
         raise HarnessError(
             f"--constrain: the {name} backend cannot force its answer into the label scale; "
             f"use one of: {', '.join(CONSTRAIN_BACKENDS)}"
+        )
+    if config.constrain not in CONSTRAIN_MODES:
+        raise HarnessError(f"unknown --constrain {config.constrain!r}; choose from {', '.join(CONSTRAIN_MODES)}")
+    if config.constrain == "grammar" and not (name == "openai" and config.api.base_urls):
+        raise HarnessError(
+            "--constrain grammar sends llama.cpp's GBNF `grammar` field: it needs --base-url, a llama.cpp server"
         )
     if config.variant != "sentences":
         raise HarnessError("--constrain constrains the score of the sentence prompt: use --variant sentences")

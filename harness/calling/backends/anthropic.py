@@ -65,7 +65,7 @@ def from_config(config: RunConfig, label_range: tuple[float, float]) -> Anthropi
         chat=config.chat,
         stop=config.stop,
         max_tokens=config.max_tokens,
-        constrain=scale_values(label_range) if config.constrain else None,
+        constrain=scale_values(label_range) if config.constrain is not None else None,
     )
 
 

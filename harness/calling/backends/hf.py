@@ -61,7 +61,7 @@ class _Loaded:
 
 def from_config(config: RunConfig, label_range: tuple[float, float]) -> HFBackend:
     """The run's model: --model a hub id, local path or packaged name, --scoring expected, --constrain."""
-    constrain = scale_values(label_range) if config.constrain else None
+    constrain = scale_values(label_range) if config.constrain is not None else None
     return HFBackend(config.model, config.local, expected=config.scoring == "expected", constrain=constrain)
 
 

@@ -37,7 +37,7 @@ from harness.calling.backends.openai_names import (  # the pure name rules, shar
     output_budget,
 )
 from harness.config.settings import RunConfig
-from harness.scoring.constrained import response_format, scale_values
+from harness.scoring.constrained import gbnf, response_format, scale_values
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
 CHAT_ENDPOINT, RAW_ENDPOINT = "/v1/chat/completions", "/v1/completions"
@@ -67,7 +67,8 @@ def from_config(config: RunConfig, label_range: tuple[float, float]) -> OpenAIBa
         stop=config.stop,
         max_tokens=config.max_tokens,
         expected=config.scoring == "expected",
-        constrain=scale_values(label_range) if config.constrain else None,
+        constrain=scale_values(label_range) if config.constrain is not None else None,
+        grammar=config.constrain == "grammar",
     )
     if api.base_urls:
         backend.check_model()  # a server that lists its models must list this one
@@ -93,6 +94,7 @@ class OpenAIBackend(RemoteBackend):
         max_tokens: int = 20,
         expected: bool = False,
         constrain: tuple[int, ...] | None = None,
+        grammar: bool = False,
     ) -> None:
         if chat is False and not base_urls:
             raise HarnessError(
@@ -109,6 +111,7 @@ class OpenAIBackend(RemoteBackend):
         self.max_tokens = max_tokens  # what describe() records; each Request carries its own
         self.expected = expected  # --scoring expected: ask for the first token's log-probabilities
         self.constrain = constrain  # --constrain: the label scale's integers, forced by a JSON schema
+        self.grammar = grammar  # --constrain grammar: forced by llama.cpp's GBNF `grammar` field instead
         urls: Sequence[str | None] = list(base_urls) or [None]  # None: the SDK's default (or OPENAI_BASE_URL)
         self.clients = [
             AsyncOpenAI(api_key=api_key, base_url=u, max_retries=0, timeout=timeout, http_client=http_client())
@@ -135,10 +138,13 @@ class OpenAIBackend(RemoteBackend):
         return params | self.protocol_fields()
 
     def protocol_fields(self) -> dict[str, Any]:
-        """--scoring expected: log-probabilities; --constrain: the scale's JSON schema (Structured Outputs,
-        which vLLM, llama.cpp and SGLang servers also take on /v1/completions)."""
+        """--scoring expected: log-probabilities; --constrain: the scale's JSON schema (Structured Outputs, which
+        vLLM, SGLang and llama.cpp's llama-server also take on /v1/completions), or with `grammar` a GBNF grammar
+        over the scale's integers (llama.cpp servers, llama-cpp-python's included, which reads no json_schema)."""
         fields = logprob_fields(self.chat) if self.expected else {}
-        if self.constrain is not None:
+        if self.constrain is not None and self.grammar:
+            fields["grammar"] = gbnf(self.constrain)
+        elif self.constrain is not None:
             fields["response_format"] = response_format(self.constrain)
         return fields
 
@@ -183,11 +189,12 @@ class OpenAIBackend(RemoteBackend):
 
     def _capture_call(self, body: dict[str, Any]) -> Callable[[AsyncOpenAI], Awaitable[Any]]:
         """The SDK's own typed call for this body, run once per base URL by http.capture."""
+        # Fields the SDK's create() does not name (--constrain on a compatible server) travel in extra_body.
+        untyped = {"grammar"} if self.chat else {"grammar", "response_format"}
+        typed = {k: v for k, v in body.items() if k not in untyped}
+        extra = {k: v for k, v in body.items() if k in untyped} or None
         if self.chat:
-            return lambda c: c.chat.completions.create(**body)
-        # The legacy endpoint's create() has no response_format (--constrain on a compatible server): extra_body.
-        typed = {k: v for k, v in body.items() if k != "response_format"}
-        extra = {"response_format": body["response_format"]} if "response_format" in body else None
+            return lambda c: c.chat.completions.create(**typed, extra_body=extra)
         return lambda c: c.completions.create(**typed, extra_body=extra)
 
     def completion_from(self, request_id: str, data: Any, limits: RateLimit | None = None) -> Completion:

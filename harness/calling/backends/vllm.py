@@ -25,7 +25,7 @@ SCORE_LOGPROBS = 20
 
 def from_config(config: RunConfig, label_range: tuple[float, float]) -> VllmBackend:
     """The run's engine: --model a hub id or local path, --seed, --scoring expected, --constrain."""
-    constrain = scale_values(label_range) if config.constrain else None
+    constrain = scale_values(label_range) if config.constrain is not None else None
     return VllmBackend(
         config.model, config.local, seed=config.seed, expected=config.scoring == "expected", constrain=constrain
     )
