@@ -15,7 +15,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.reporting.report import groups_of, id_order
 from harness.reporting.tables import md_table
 from harness.results.read import Run
 from harness.scoring.stats import bootstrap_ci, compare_paired
@@ -117,8 +116,16 @@ def _pairs(cols: Sequence[Column], n_resamples: int, seed: int) -> str:
 
 
 def _groups(col: Column, ids: Sequence[str]) -> list[str] | None:
+    """Bootstrap clusters as reporting/report.py `groups_of` makes them (not imported: report.py imports this
+    module): C-STS sentence pairs, both conditions together; STS-B items on their own."""
+    if col.run.config["dataset"] != "csts":
+        return None
     by_id = {s.id: s for s in col.run.samples}
-    return groups_of(col.run, [by_id[i] for i in ids])
+    return [by_id[i].pair if by_id[i].pair is not None else str(int(i) // 2) for i in ids]
+
+
+def id_order(i: str) -> tuple[int, str]:
+    return (int(i), i) if i.isdigit() else (1 << 62, i)
 
 
 def _f(v: float | None) -> str:
