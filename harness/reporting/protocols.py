@@ -121,7 +121,7 @@ def _groups(col: Column, ids: Sequence[str]) -> list[str] | None:
     if col.run.config["dataset"] != "csts":
         return None
     by_id = {s.id: s for s in col.run.samples}
-    return [by_id[i].pair if by_id[i].pair is not None else str(int(i) // 2) for i in ids]
+    return [by_id[i].pair or str(int(i) // 2) for i in ids]
 
 
 def id_order(i: str) -> tuple[int, str]:

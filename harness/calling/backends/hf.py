@@ -101,10 +101,8 @@ class HFBackend(LocalBackend):
         if self.expected:
             record["score_probs"] = "softmax of the first output position's logits, summed per integer token 0-10"
         if self.constrain is not None:
-            record["constrain"] = {
-                "mechanism": "prefix_allowed_tokens_fn: first token one of the scale's integer tokens, then EOS",
-                "scale": list(self.constrain),
-            }
+            mechanism = "prefix_allowed_tokens_fn: first token one of the scale's integer tokens, then EOS"
+            record["constrain"] = {"mechanism": mechanism, "scale": list(self.constrain)}
         return record
 
     def source(self) -> str:
@@ -242,16 +240,10 @@ class HFBackend(LocalBackend):
     def _allowed(self, lm: _Loaded, width: int) -> Any:
         """--constrain: transformers' prefix_allowed_tokens_fn. The first new token is one of the scale's integer
         tokens ("4", " 4", ...), the next the end of sequence: the reply is exactly one score."""
-        assert self.constrain is not None
-        scale = {str(v) for v in self.constrain}
-        first = sorted(i for i, v in lm.score_tokens.items() if v in scale)
-        eos = sorted(lm.eos_ids)
+        scale = {str(v) for v in self.constrain or ()}
+        first, eos = sorted(i for i, v in lm.score_tokens.items() if v in scale), sorted(lm.eos_ids)
         start = 1 if lm.encoder_decoder else width  # decoder input: its start token / the (left-padded) prompt
-
-        def allowed(batch_id: int, input_ids: Any) -> list[int]:
-            return first if input_ids.shape[-1] == start else eos
-
-        return allowed
+        return lambda batch_id, input_ids: first if input_ids.shape[-1] == start else eos
 
     def _first_position_probs(self, logits: Any, lm: _Loaded) -> list[dict[str, float]]:
         """Per row: {integer: probability} at the first output position, over the whole vocabulary (float32)."""
