@@ -197,7 +197,8 @@ def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResu
             strict=config.parse == "strict" and outcome.label_scale,
         )
     )
-    metrics |= expected_metrics(samples)  # --scoring expected: its own keys (*_expected), beside the parsed ones
+    # --scoring expected: its own keys (*_expected), beside the parsed ones
+    metrics |= expected_metrics(samples, config.scoring == "expected")
     metrics |= outcome.metrics  # usage, cache, dispatch (and the qa variants' answers)
     predictions = None
     if config.dataset == "csts" and config.split == "test":
@@ -230,7 +231,7 @@ def _decoding_identity(config: RunConfig) -> dict[str, Any]:
     """Settings that change the requests or the scoring, recorded in the config_hash only when not the
     default, so runs made before these options existed keep their hashes (and sweeps keep reusing them)."""
     defaults = RunConfig(model="")
-    names = ("chat", "stop", "max_tokens", "shot_sampler", "scoring", "parse")
+    names = ("chat", "stop", "max_tokens", "shot_sampler", "scoring", "constrain", "parse")
     return {n: getattr(config, n) for n in names if getattr(config, n) != getattr(defaults, n)}
 
 

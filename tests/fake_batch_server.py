@@ -118,7 +118,7 @@ class FakeBatchServer(OpenAIRoutes, AnthropicRoutes, FakeServer):
         self.batch_answered[prompt] += 1
         # The endpoint's own reply (tests/fake_server.py): Messages, Chat Completions, or raw Completions.
         endpoint = MESSAGES if provider == "anthropic" else RAW if "prompt" in body else CHAT
-        return {"status": 200, "body": self.reply_body(endpoint, prompt, action, body["model"])}
+        return {"status": 200, "body": self.reply_body(endpoint, prompt, action, body["model"], request=body)}
 
     @staticmethod
     def prompt_of(provider: str, body: dict[str, Any]) -> str:

@@ -100,6 +100,7 @@ class FakeServer:
         served_model: str | None = None,
         usage: Callable[[str, str], tuple[int, int]] | None = None,
         rate_limit: ratelimit.RateLimitPolicy | None = None,
+        extras: Callable[[str, dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         self.latency = latency
         self.plan = plan
@@ -118,6 +119,8 @@ class FakeServer:
         self.max_in_flight = 0  # the most requests the server held at once
         self.served = 0  # replies with status 200 and a model answer (counted even when not logging)
         self.limiter = ratelimit.RateLimiter(rate_limit) if rate_limit is not None else None
+        # (endpoint, request body, reply) -> the reply sent: log-probabilities, tool calls (tests/fake_protocols.py)
+        self.extras = extras
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -226,7 +229,7 @@ class FakeServer:
         error = fault(action, body["_key"], anthropic=endpoint == MESSAGES)
         if error is not None:
             return error
-        return self._reply(prompt, self.reply_body(endpoint, prompt, action, body["model"], body["_key"]))
+        return self._reply(prompt, self.reply_body(endpoint, prompt, action, body["model"], body["_key"], body))
 
     async def _openai(self, request: web.Request) -> web.Response:
         return await self._answer(request, lambda b: b["messages"][-1]["content"], CHAT)
@@ -242,14 +245,17 @@ class FakeServer:
             return web.json_response({"error": {"message": "Not Found", "type": "not_found"}}, status=404)
         return web.json_response(models_list(self.models))
 
-    def reply_body(self, endpoint: str, prompt: str, action: str, model: str, key: str = "") -> dict[str, Any]:
+    def reply_body(
+        self, endpoint: str, prompt: str, action: str, model: str, key: str = "", request: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The 200 reply `endpoint` gives for an answering action (also what tests/fake_batch_server.py puts in
-        its result files, so batch and one-by-one replies are alike)."""
+        its result files, so batch and one-by-one replies are alike); `extras` may add to it what `request` asks."""
         text = reply_text(action, self.answer(prompt), key)
         if endpoint == MESSAGES and action == "refusal":
             text = REFUSAL  # Anthropic refuses in words, with stop_reason "refusal"
         build = {CHAT: chat_reply, RAW: raw_reply, MESSAGES: anthropic_reply}[endpoint]
-        return build(self.served_model or model, text, action, self.usage(prompt, text or ""))
+        reply = build(self.served_model or model, text, action, self.usage(prompt, text or ""))
+        return self.extras(endpoint, request or {}, reply) if self.extras is not None else reply
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         prompt, action, body = await self._begin(request, _embedding_input)

@@ -123,6 +123,7 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         shot_sampler=a.shot_sampler,
         shot_seed=a.shot_seed,
         scoring=a.scoring,
+        constrain=a.constrain,
         parse=a.parse,
         think_tags=a.think_tags,
     )

@@ -14,6 +14,7 @@ from harness.calling.backends import BACKENDS
 from harness.calling.batch.options import add_batch_args
 from harness.cli.configs import REASONING, CommaList
 from harness.config.settings import (
+    CONSTRAIN_MODES,
     DTYPES,
     PARSE_MODES,
     SCORINGS,
@@ -201,6 +202,15 @@ def add_decoding_args(g: argparse._ArgumentGroup) -> None:
         default=RunConfig.scoring,
         choices=SCORINGS,
         help="parsed: the first number of the reply (the paper); expected: probability-weighted score",
+    )
+    g.add_argument(
+        "--constrain",
+        nargs="?",
+        const="native",
+        choices=CONSTRAIN_MODES,
+        help="the backend forces the reply into the label scale: native (default: JSON schema, forced tool call, "
+        "choice or token restriction) or grammar (a llama.cpp server's GBNF field); a protocol of its own, never "
+        "compared with the paper's numbers",
     )
     g.add_argument(
         "--parse",

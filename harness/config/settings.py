@@ -58,6 +58,8 @@ VARIANTS = ("sentences", "qa", "qa-embed")
 PARSE_MODES = ("first-number", "strict")
 SHOT_SAMPLERS = ("seeded", "reference")
 SCORINGS = ("parsed", "expected")
+# --constrain: native (each backend's own mechanism) or grammar (llama.cpp servers' GBNF `grammar` field)
+CONSTRAIN_MODES = ("native", "grammar")
 DTYPES = ("auto", "float32", "float16", "bfloat16")  # weights and activations (auto: the checkpoint's)
 
 
@@ -97,6 +99,9 @@ class RunConfig:
     max_tokens: int = 20  # output budget of each scoring request (Deshpande et al. 2023, App. A.3: 20)
     shot_sampler: str = "seeded"  # "seeded" (per query) or "reference" (the published script's one stream)
     scoring: str = "parsed"  # "parsed" (the paper's first number) or "expected" (from log-probabilities)
+    # --constrain [native|grammar]: the backend forces the answer into the label scale (harness/scoring/constrained.py),
+    # a protocol of its own whose numbers are never set against the paper's; None: the reply as the model wrote it.
+    constrain: str | None = None
     parse: str = "first-number"  # "strict" adds a second metric set (spearman_strict, ...); never replaces it
     shot_seed: int | None = None  # None: --seed for "seeded", 42 for "reference" (run_sts_fewshot.py's default)
     # Inline thought delimiters split off before parsing (harness/scoring/reasoning.py parse_tags): "auto" (every

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,9 @@ def table_notes(group: pd.DataFrame) -> list[str]:
     return notes
 
 
-def render_report(table: pd.DataFrame, out: Path, plots: list[Path]) -> list[Path]:
-    """Write runs.csv, one table per dataset/split (md, csv, tex), side_by_side.csv, published.csv and report.md."""
+def render_report(table: pd.DataFrame, out: Path, plots: list[Path], protocols: Sequence[str] = ()) -> list[Path]:
+    """Write runs.csv, one table per dataset/split (md, csv, tex), side_by_side.csv, published.csv and report.md;
+    `protocols`: the section setting parsed, expected and constrained scores side by side (reporting/protocols.py)."""
     table = table.reset_index(drop=True)
     files = [out / "runs.csv"]
     table.to_csv(files[0], index=False, float_format="%.4f")
@@ -87,6 +89,7 @@ def render_report(table: pd.DataFrame, out: Path, plots: list[Path]) -> list[Pat
     md += _published_section(table, out, files)
     md += _reasons_section(live)
     md += _uncertainty_section(live)
+    md += list(protocols)
     if plots:
         md += ["## Plots\n", *(f"![{p.stem.replace('_', ' ')}]({p.name})\n" for p in plots)]
     md += [

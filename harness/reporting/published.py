@@ -48,7 +48,13 @@ SPLIT_SIZES = {
 # The protocol behind every published number (Deshpande et al. 2023, App. A.3; Tu et al. 2024 follow it): the
 # reply's text parsed by the first-number rule, 20 tokens, no stop sequence; API models (GPT) got one chat
 # message, open models raw text.
-PAPER_PROTOCOL: dict[str, object] = {"scoring": "parsed", "parse": "first-number", "max_tokens": 20, "stop": None}
+PAPER_PROTOCOL: dict[str, object] = {
+    "scoring": "parsed",
+    "constrain": None,
+    "parse": "first-number",
+    "max_tokens": 20,
+    "stop": None,
+}
 PAPER_PROTOCOL["reasoning"] = False  # no thinking budget: a reasoning run is another protocol
 CHAT_MODELS = ("GPT-4", "ChatGPT-3.5", "GPT-3.5")
 

@@ -231,12 +231,13 @@ def write_report(
     from harness.reporting.html import write_html
     from harness.reporting.markdown import render_report
     from harness.reporting.plots import plot_invalid, plot_spearman_vs_k
+    from harness.reporting.protocols import protocols_section
 
     runs, notes = load_readable(expand(run_paths), loaded)  # unreadable folders skipped, copies shown once
     table = build_table(runs, published, notes)
     with staged(out_dir) as staging:  # an old report folder there is replaced only once the new one is whole
         plots = plot_spearman_vs_k(table, staging / "spearman_vs_k.png")
         plots += plot_invalid(table, staging / "invalid_rate.png")
-        render_report(table, staging, plots)
+        render_report(table, staging, plots, protocols_section(runs, list(table["ref"])))
         write_html(table, runs, plots, staging / "index.html")
     return out_dir

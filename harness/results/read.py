@@ -43,9 +43,10 @@ OLD_DEFAULTS: dict[str, Any] = {
     "stop": None,
     "shot_sampler": "seeded",  # per-query seeded draw (the harness's own)
     "reasoning": False,  # a thinking budget beside the answer's (README "Reasoning models")
+    "constrain": None,  # the reply as the model wrote it
 }
 IDENTITY: tuple[str, ...] = ("backend", "chat", "template", "scoring", "parse", "max_tokens", "stop", "shot_sampler")
-IDENTITY += ("seed", "limit", "subset_seed", "answer_model", "reasoning")
+IDENTITY += ("constrain", "seed", "limit", "subset_seed", "answer_model", "reasoning")
 CHAT_BACKENDS = ("openai", "anthropic")  # before --chat/--no-chat, API backends always sent one chat message
 
 

@@ -59,23 +59,38 @@ def expected_score(probs: Mapping[str, float], label_range: tuple[float, float])
     return sum(k * p for k, p in valid.items()) / mass, mass
 
 
-def expected_metrics(samples: Sequence[Scored]) -> dict[str, Any]:
-    """The expected-score metrics of a run, beside (never mixed with) the parsed ones; {} when not asked for.
+def expected_metrics(samples: Sequence[Scored], asked: bool | None = None) -> dict[str, Any]:
+    """The expected-score metrics of a run, beside (never mixed with) the parsed ones; {} when not asked for
+    (`asked` None: asked when any sample has an expected score, for callers that do not know the config).
 
-    `expected_mass_mean` is the average probability the valid score tokens had at the first position
-    before renormalising: low, and the model mostly starts its reply with something else (a chat preamble,
-    an echo), so the renormalised scores rest on small probabilities; `expected_note` then says so."""
+    Two ways an answer gets no expected score, counted apart: `expected_no_logprobs`, the reply held no
+    log-probabilities (a server that ignores `logprobs`: expected_mass None), and `expected_missing`, the
+    returned alternatives held no valid score token (the model put its top-k mass elsewhere: expected_mass 0).
+    `expected_mass_mean` is the average probability the valid score tokens had at the first position before
+    renormalising, over the answers with log-probabilities: low, and the model mostly starts its reply with
+    something else (a chat preamble, an echo), so the renormalised scores rest on small probabilities;
+    `expected_note` then says so."""
     answered = [s for s in samples if s.error is None and s.output is not None]
     scored = [s for s in answered if s.expected is not None]
-    if not scored:
+    if not (scored if asked is None else asked and answered):
         return {}
-    labelled = [s for s in scored if s.label is not None]
-    mass = sum(s.expected_mass or 0.0 for s in scored) / len(scored)
+    seen = [s for s in answered if s.expected_mass is not None]
     out: dict[str, Any] = {
         "n_expected": len(scored),
-        "expected_missing": len(answered) - len(scored),  # top-k lists (vllm) without any valid score token
-        "expected_mass_mean": mass,
+        "expected_missing": len(seen) - len(scored),
+        "expected_no_logprobs": len(answered) - len(seen),
     }
+    notes = []
+    if out["expected_no_logprobs"]:
+        notes.append(
+            f"{out['expected_no_logprobs']} of {len(answered)} replies held no log-probabilities "
+            "(the backend ignored the request for them): no expected score for those"
+        )
+    if not seen:
+        return out | {"expected_note": "; ".join(notes)}
+    mass = sum(s.expected_mass or 0.0 for s in seen) / len(seen)
+    out["expected_mass_mean"] = mass
+    labelled = [s for s in scored if s.label is not None]
     if labelled:
         pred = np.array([s.expected for s in labelled], dtype=float)
         gold = np.array([s.label for s in labelled], dtype=float)
@@ -85,8 +100,10 @@ def expected_metrics(samples: Sequence[Scored]) -> dict[str, Any]:
             "mse_expected": float(np.mean((pred - gold) ** 2)),
         }
     if mass < LOW_MASS:
-        out["expected_note"] = (
+        notes.append(
             f"valid score tokens had {100 * mass:.1f}% of the first-token probability on average: "
             "the model mostly starts its reply with something else"
         )
-    return out
+    if out["expected_missing"]:
+        notes.append(f"{out['expected_missing']} replies had no valid score token among the returned alternatives")
+    return out | ({"expected_note": "; ".join(notes)} if notes else {})

@@ -6,9 +6,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 from harness.datasets.load import pair_ids
 from harness.prompting.prepared import Prepared
+from harness.scoring.constrained import parse_constrained
 from harness.scoring.parsing import fallback_score, parse_score, reason_code, strict_score
 from harness.scoring.reasoning import split_reply, thinking_cut_off
 from harness.types import Completion, Scored
+
+# --constrain: a reply that holds a number but not in the constrained shape (the backend ignored the constraint).
+OFF_FORMAT = "off-format"
 
 
 def _usage(c: Completion) -> dict[str, int]:
@@ -22,12 +26,14 @@ def _usage(c: Completion) -> dict[str, int]:
     return {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens}
 
 
-def answer_parser(think_tags: Sequence[tuple[str, str]]) -> Callable[[str | None], float | None]:
-    """The paper's first-number rule on the answer after any inline thought: what dispatch parses as replies
-    arrive (`score` reuses it); a thought that never closed is no answer."""
+def answer_parser(
+    think_tags: Sequence[tuple[str, str]], base: Callable[[str | None], float | None] = parse_score
+) -> Callable[[str | None], float | None]:
+    """The paper's first-number rule (or --constrain's reader, `base`) on the answer after any inline thought:
+    what dispatch parses as replies arrive (`score` reuses it); a thought that never closed is no answer."""
     if not think_tags:
-        return parse_score
-    return lambda text: parse_score(split_reply(text, None, think_tags).answer)
+        return base
+    return lambda text: base(split_reply(text, None, think_tags).answer)
 
 
 def score(
@@ -37,6 +43,7 @@ def score(
     strict: bool = False,
     parsed_already: Mapping[str, float | None] | None = None,
     think_tags: Sequence[tuple[str, str]] = (),
+    constrained: bool = False,
 ) -> list[Scored]:
     """Parse each output by the reference rule; an invalid one gets the seeded fallback draw.
 
@@ -47,7 +54,10 @@ def score(
     inline delimiters); the thought goes to `reasoning`. Each answered sample also gets its reason code
     (parsing.reason_code) and, with `strict`, the `--parse strict` reading with the same fallback draw, so the
     two metric sets differ only in parsing.
+    `constrained` (--constrain): replies are read by harness/scoring/constrained.py `parse_constrained` instead,
+    and one with a number in another shape gets the reason code "off-format".
     """
+    parse = parse_constrained if constrained else parse_score
     pairs = pair_ids(prep.dataset.examples) if prep.dataset.name == "csts" else {}
     label_range = prep.dataset.label_range
     parsed_already = parsed_already or {}
@@ -61,7 +71,7 @@ def score(
         error = c.error
         split = split_reply(c.text, c.reasoning, think_tags)
         text = split.answer if split.answer is not None or c.text is None else ""  # a thought that never closed
-        parsed = parsed_already[req.id] if req.id in parsed_already else parse_score(text)
+        parsed = parsed_already[req.id] if req.id in parsed_already else parse(text)
         valid = parsed is not None
         parsed_strict = prediction_strict = None
         if error is not None:
@@ -74,12 +84,15 @@ def score(
                 prediction_strict = fallback if parsed_strict is None else parsed_strict
         cut = thinking_cut_off(split, c.finish_reason, c.usage.reasoning_tokens)
         reason = reason_code(text, parsed, label_range, c.finish_reason, c.refusal, error, cut)
+        if constrained and reason == "no-number" and parse_score(text) is not None:
+            reason = OFF_FORMAT
         expected = mass = None
         if c.score_probs is not None and error is None:  # --scoring expected
             from harness.scoring.expected import expected_score  # with numpy, which only this needs here
 
             weighted = expected_score(c.score_probs, label_range)
-            expected, mass = weighted if weighted is not None else (None, None)
+            # No valid score token among the returned alternatives: mass 0, told apart from no logprobs (None).
+            expected, mass = weighted if weighted is not None else (None, 0.0)
         out.append(
             Scored(
                 q.id,

@@ -15,6 +15,8 @@ from harness.calling.pricing import Price, usage
 from harness.config.settings import RunConfig
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer, template_name
+from harness.scoring.constrained import parse_constrained
+from harness.scoring.parsing import parse_score
 from harness.scoring.reasoning import parse_tags
 from harness.scoring.score import answer_parser, score
 from harness.types import Dataset, Example, Request, Scored
@@ -57,6 +59,10 @@ def dry_run(config: RunConfig, prep: Prepared, price: Price | None) -> tuple[lis
 def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price | None) -> Outcome:
     stats = DispatchStats()
     tags = parse_tags(config.think_tags)  # the inline thought split off before the first-number rule
-    replies = call(backend, prep.requests, dispatch_options(config, price), stats, parse=answer_parser(tags))
-    samples = score(prep, replies.completions, config.seed, config.parse == "strict", replies.parsed, tags)
+    constrained = config.constrain is not None
+    parse = answer_parser(tags, parse_constrained if constrained else parse_score)  # --constrain: its own shape
+    replies = call(backend, prep.requests, dispatch_options(config, price), stats, parse=parse)
+    samples = score(
+        prep, replies.completions, config.seed, config.parse == "strict", replies.parsed, tags, constrained
+    )
     return Outcome(samples, {"usage": usage(replies.completions, price, stats.paid_by_batch)} | stats.record())

@@ -174,3 +174,18 @@ def test_two_servers_share_the_load_and_answer_as_one(
     assert sum(shares) == N and min(shares) >= 1
     assert [s["output"] for s in two] == [s["output"] for s in one]
     assert [s["prediction"] for s in two] == [s["prediction"] for s in one]
+
+
+def test_a_server_that_ignores_logprobs_and_response_format_is_reported_as_such(
+    server: Server, folder: Path, tmp_path: Path
+) -> None:
+    """transformers serve drops `logprobs` and `response_format` (it lists them as unsupported): the expected run
+    says no reply held log-probabilities (not that the model put no mass on the scores), and the constrained run's
+    invalid rate shows the constraint was not held."""
+    expected = run_harness(tmp_path, "e", folder, [server], "--chat", "--scoring", "expected")
+    metrics = json.loads((tmp_path / "e" / "metrics.json").read_text())
+    assert metrics["expected_no_logprobs"] == N and metrics["expected_missing"] == 0 and metrics["n_expected"] == 0
+    assert all("expected_mass" not in s for s in expected)
+    constrained = run_harness(tmp_path, "c", folder, [server], "--chat", "--constrain")
+    sent = [s["output"] for s in constrained]
+    assert sum(not s["valid"] for s in constrained) == sum(not o.strip().isdigit() for o in sent)

@@ -86,7 +86,8 @@ def test_plain_run_ids_pass() -> None:
     ("changes", "message"),
     [
         ({"shot_sampler": "nearest"}, "--shot-sampler"),
-        ({"scoring": "expected", "model": "gpt-4o"}, "--scoring expected needs the first output token's"),
+        ({"scoring": "expected", "model": "claude-haiku-4-5"}, "--scoring expected needs the first output token's"),
+        ({"constrain": "native", "model": "overlap"}, "--constrain: the offline backend cannot"),
         ({"parse": "lenient"}, "unknown --parse 'lenient'"),
         ({"variant": "pairs"}, "unknown variant 'pairs'"),
         ({"stop": ("",)}, "--stop needs a non-empty string"),

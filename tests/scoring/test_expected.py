@@ -157,7 +157,6 @@ def test_cache_keeps_score_probs_and_reads_files_from_before_them(tmp_path: Path
     [
         (["--model", "claude-sonnet-4-6"], "anthropic"),
         (["--model", "overlap"], "offline"),
-        (["--model", "gpt-4o", "--dry-run"], "openai"),
     ],
 )
 def test_expected_scoring_is_refused_in_one_line_without_logprobs(

@@ -15,7 +15,7 @@ from harness.calling.backends.base import Backend, api_key
 from harness.calling.backends.local_models import KNOWN_MODELS
 from harness.calling.backends.offline import OFFLINE_MODELS
 from harness.calling.backends.thinking import Thinking, thinking_for
-from harness.config.settings import SCORINGS, RunConfig
+from harness.config.settings import CONSTRAIN_MODES, SCORINGS, RunConfig
 from harness.types import HarnessError, Request
 
 
@@ -33,6 +33,7 @@ class Description:
     chat: Literal["only", "openai", "template", "none"] = "none"
     stop: bool = False  # sends --stop sequences
     logprobs: bool = False  # gives the first output token's top log-probabilities (--scoring expected)
+    constrain: str | None = None  # how it forces the answer into the label scale (--constrain); None: it cannot
     embeds: bool = False  # can embed the qa-embed variant's answers
     key_env: str | None = None  # the environment variable holding its API key
     batch: str | None = None  # "module:Class" of its batch endpoint (--batch); None: runs one by one
@@ -55,6 +56,8 @@ BACKENDS: dict[str, Description] = {
         "api",
         chat="openai",
         stop=True,
+        logprobs=True,  # hosted chat models' top_logprobs, and OpenAI-compatible servers that return logprobs
+        constrain="response_format json_schema (strict)",
         embeds=True,
         key_env="OPENAI_API_KEY",
         batch="harness.calling.batch.openai:OpenAIBatches",
@@ -66,6 +69,7 @@ BACKENDS: dict[str, Description] = {
         "api",
         chat="only",
         stop=True,
+        constrain="a forced tool call with an integer field",
         key_env="ANTHROPIC_API_KEY",
         batch="harness.calling.batch.anthropic:AnthropicBatches",
         packages=("anthropic",),
@@ -76,6 +80,7 @@ BACKENDS: dict[str, Description] = {
         "engine",
         chat="template",
         logprobs=True,
+        constrain="structured outputs: a choice over the scale",
         packages=("vllm", "transformers", "torch"),
     ),
     "hf": Description(
@@ -83,6 +88,7 @@ BACKENDS: dict[str, Description] = {
         "engine",
         chat="template",
         logprobs=True,
+        constrain="the first output token restricted to the scale's tokens",
         embeds=True,
         packages=("transformers", "torch"),
         models=tuple(KNOWN_MODELS),  # weights shipped in a package
@@ -102,6 +108,11 @@ def described(name: str) -> Description:
     if name not in BACKENDS:
         raise HarnessError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
     return BACKENDS[name]
+
+
+def constrain_backends() -> dict[str, str]:
+    """Backends that can force the answer into the label scale (--constrain): name -> its mechanism."""
+    return {n: d.constrain for n, d in BACKENDS.items() if d.constrain}
 
 
 def backend_for(model: str, base_urls: Sequence[str] = ()) -> str:
@@ -124,6 +135,16 @@ def backend_for(model: str, base_urls: Sequence[str] = ()) -> str:
 def backend_name(config: RunConfig) -> str:
     """The run's backend: --backend, else what the model name (and --base-url) implies."""
     return config.backend or backend_for(config.model, config.api.base_urls)
+
+
+def constrain_scale(config: RunConfig) -> tuple[int, ...] | None:
+    """--constrain: the integers of the dataset's label scale the answer is forced into; None without it."""
+    if config.constrain is None:
+        return None
+    from harness.datasets.load import LABEL_RANGES  # here: the data's decryption stays out of `--help`
+    from harness.scoring.constrained import scale_values
+
+    return scale_values(LABEL_RANGES[config.dataset])
 
 
 def chat_mode(config: RunConfig) -> bool:
@@ -167,6 +188,8 @@ def check_scoring(config: RunConfig) -> None:
     """--scoring expected needs log-probabilities: refused in one line where the backend has none."""
     if config.scoring not in SCORINGS:
         raise HarnessError(f"unknown --scoring {config.scoring!r}; choose from {', '.join(SCORINGS)}")
+    if config.constrain is not None:
+        check_constrain(config)
     if config.scoring != "expected":
         return
     name = backend_name(config)
@@ -178,6 +201,40 @@ def check_scoring(config: RunConfig) -> None:
         )
     if config.variant != "sentences":
         raise HarnessError("--scoring expected scores the sentence prompt: use --variant sentences")
+    if name == "openai" and _reasoning(config):
+        raise HarnessError(
+            f"--scoring expected: reasoning models ({config.model!r}) return no log-probabilities "
+            "(and their first output token is hidden reasoning)"
+        )
+
+
+def check_constrain(config: RunConfig) -> None:
+    """--constrain needs a backend that can force the answer into the scale; one protocol per run."""
+    name = backend_name(config)
+    if not described(name).constrain:
+        raise HarnessError(
+            f"--constrain: the {name} backend cannot force its answer into the label scale; "
+            f"use one of: {', '.join(constrain_backends())}"
+        )
+    if config.constrain not in CONSTRAIN_MODES:
+        raise HarnessError(f"unknown --constrain {config.constrain!r}; choose from {', '.join(CONSTRAIN_MODES)}")
+    if config.constrain == "grammar" and not (name == "openai" and config.api.base_urls):
+        raise HarnessError(
+            "--constrain grammar sends llama.cpp's GBNF `grammar` field: it needs --base-url, a llama.cpp server"
+        )
+    if config.variant != "sentences":
+        raise HarnessError("--constrain constrains the score of the sentence prompt: use --variant sentences")
+    if config.scoring == "expected":
+        raise HarnessError(
+            "--constrain with --scoring expected: a constrained reply starts with its format, not the score; "
+            "run them as two runs (the report sets them side by side)"
+        )
+
+
+def _reasoning(config: RunConfig) -> bool:
+    from harness.calling.backends import openai_names  # not .openai: validation imports no SDK
+
+    return openai_names.is_reasoning_model(config.model) if config.api.reasoning is None else config.api.reasoning
 
 
 def make_backend(config: RunConfig) -> Backend:

@@ -8,18 +8,21 @@ request to API version 2023-06-01 and send `temperature: 0` in the body (extra_b
 longer accept sampling parameters at all (Opus 4.7 and later, generation-5 models) answer that with a
 400, and the run stops with their message. The Messages API is chat-only: `--no-chat` is refused.
 Stop reasons are recorded in OpenAI's words (end_turn, stop_sequence -> stop; max_tokens -> length).
+`--constrain` forces a call of one tool whose only input is the score, an integer of the scale (`tool_choice`);
+the reply's text is then that input as JSON, `{"score": 4}` (harness/scoring/constrained.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import anthropic
 from anthropic import AsyncAnthropic
 
-from harness.calling.backends import backend_key
+from harness.calling.backends import backend_key, constrain_scale
 from harness.calling.backends.base import (
     ClientPool,
     MalformedReply,
@@ -32,11 +35,13 @@ from harness.calling.backends.base import (
 from harness.calling.backends.http import ErrorReply, open_routes, reply_error, sdk_connection_error
 from harness.calling.backends.thinking import thinking_for
 from harness.config.settings import RunConfig
+from harness.scoring.constrained import json_schema
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
 LEGACY_API_VERSION = "2023-06-01"  # the last API version that accepts temperature
 ENDPOINT = "/v1/messages"
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+TOOL_NAME = "record_similarity"  # --constrain: the one tool the model must call
 
 
 def from_config(config: RunConfig) -> AnthropicBackend:
@@ -53,7 +58,14 @@ def from_config(config: RunConfig) -> AnthropicBackend:
         max_tokens=config.max_tokens,
         reasoning=api.reasoning,
         reasoning_tokens=api.reasoning_tokens,
+        constrain=constrain_scale(config),
     )
+
+
+def constrain_fields(values: tuple[int, ...]) -> dict[str, Any]:
+    """--constrain: one tool whose input is the score, and `tool_choice` forcing the model to call it."""
+    tool = {"name": TOOL_NAME, "description": "Record the similarity score.", "input_schema": json_schema(values)}
+    return {"tools": [tool], "tool_choice": {"type": "tool", "name": TOOL_NAME}}
 
 
 class AnthropicBackend(RemoteBackend):
@@ -74,6 +86,7 @@ class AnthropicBackend(RemoteBackend):
         max_tokens: int = 20,
         reasoning: bool | None = None,
         reasoning_tokens: int = 2048,
+        constrain: tuple[int, ...] | None = None,
     ) -> None:
         if chat is False:
             raise HarnessError(
@@ -86,6 +99,7 @@ class AnthropicBackend(RemoteBackend):
         self.stop = list(stop)
         self.max_tokens = max_tokens  # what describe() records; each Request carries its own
         self.thinking = thinking_for("anthropic", model, reasoning, reasoning_tokens, True)  # only when asked
+        self.constrain = constrain  # --constrain: the scale's integers, the forced tool's only input
         headers = {"anthropic-version": LEGACY_API_VERSION} if greedy else None
         urls: Sequence[str | None] = list(base_urls) or [None]
         self.routes = open_routes(  # the SDK client and the aiohttp session per base URL (calling/backends/http.py)
@@ -114,6 +128,8 @@ class AnthropicBackend(RemoteBackend):
             body["temperature"] = request.temperature
         if self.stop:
             body["stop_sequences"] = list(self.stop)
+        if self.constrain is not None:
+            body |= constrain_fields(self.constrain)
         return body
 
     def describe(self) -> dict[str, object]:
@@ -170,6 +186,8 @@ class AnthropicBackend(RemoteBackend):
             raise MalformedReply("malformed reply: a text block without text")
         text = "".join(parts)  # type: ignore[arg-type]
         thought = thinking_of(content)
+        if self.constrain is not None:
+            text = _tool_input(content, text)
         stop = data.get("stop_reason")
         stop = stop if isinstance(stop, str) else None
         refusal = None
@@ -210,6 +228,15 @@ def thinking_of(content: list[Any]) -> str | None:
         elif isinstance(block, dict) and block.get("type") == "redacted_thinking":
             parts.append("[redacted thinking]")
     return "\n\n".join(parts) if parts else None
+
+
+def _tool_input(content: list[Any], text: str) -> str:
+    """--constrain: the forced tool call's input as JSON; the text blocks when the reply holds no such call
+    (then scored invalid unless they are a bare score)."""
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == TOOL_NAME:
+            return json.dumps(block.get("input"), sort_keys=True)
+    return text
 
 
 @contextlib.contextmanager

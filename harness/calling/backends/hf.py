@@ -3,7 +3,9 @@
 torch and transformers are imported when the backend is built, never by `import harness`. Names in
 harness/calling/backends/local_models.py (`smollm2-135m`) resolve to weights a Python package ships, with no network.
 With `expected=True` each answer also carries the first output position's score-token probabilities
-(harness/scoring/expected.py).
+(harness/scoring/expected.py). With `constrain` (--constrain) the first output token is restricted to the
+tokens of the scale's integers and the next one to end-of-sequence (transformers' `prefix_allowed_tokens_fn`):
+the reply is the integer greedy decoding prefers among them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.calling.backends import chat_mode, local_models
+from harness.calling.backends import chat_mode, constrain_scale, local_models
 from harness.calling.backends.base import LocalBackend
 from harness.calling.backends.thinking import Thinking, thinking_for, thinking_record
 from harness.config.settings import LocalOptions, RunConfig
@@ -58,10 +60,11 @@ class _Loaded:
 
 
 def from_config(config: RunConfig) -> HFBackend:
-    """The run's model: --model a hub id, local path or packaged name, --scoring expected."""
+    """The run's model: --model a hub id, local path or packaged name, --scoring expected, --constrain."""
     api, chat = config.api, chat_mode(config)
     thinking = thinking_for("hf", config.model, api.reasoning, api.reasoning_tokens, chat)
-    return HFBackend(config.model, config.local, expected=config.scoring == "expected", chat=chat, thinking=thinking)
+    expected, constrain = config.scoring == "expected", constrain_scale(config)
+    return HFBackend(config.model, config.local, expected=expected, chat=chat, thinking=thinking, constrain=constrain)
 
 
 class HFBackend(LocalBackend):
@@ -76,12 +79,14 @@ class HFBackend(LocalBackend):
         expected: bool = False,
         chat: bool = False,
         thinking: Thinking | None = None,
+        constrain: tuple[int, ...] | None = None,
     ) -> None:
         self.model = model
         self.options = options
         self.expected = expected
         self.chat = chat  # --chat: apply the model's chat template (off: raw text, as the paper sent)
         self.thinking = thinking or Thinking(False, 0)  # harness/calling/backends/thinking.py
+        self.constrain = constrain
         self.torch, self.transformers = require_hf()
         # A packaged model (smollm2-135m): checked now (package installed?), converted on first load.
         self._packaged = local_models.weights_identity(model) if local_models.is_known(model) else None
@@ -105,6 +110,9 @@ class HFBackend(LocalBackend):
             record["packaged_weights"] = self._packaged
         if self.expected:
             record["score_probs"] = "softmax of the first output position's logits, summed per integer token 0-10"
+        if self.constrain is not None:
+            mechanism = "prefix_allowed_tokens_fn: first token one of the scale's integer tokens, then EOS"
+            record["constrain"] = {"mechanism": mechanism, "scale": list(self.constrain)}
         return record | thinking_record(self.thinking)
 
     def source(self) -> str:
@@ -145,7 +153,7 @@ class HFBackend(LocalBackend):
             max_positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
         if self.batch_size is None:
             self.batch_size = START_BATCH_GPU if torch.cuda.is_available() else START_BATCH_CPU
-        score_tokens = _score_tokens(tokenizer) if self.expected else {}
+        score_tokens = _score_tokens(tokenizer) if self.expected or self.constrain is not None else {}
         self._loaded = _Loaded(
             model, tokenizer, model.device, encoder_decoder, max_positions, frozenset(eos_ids), score_tokens
         )
@@ -230,6 +238,7 @@ class HFBackend(LocalBackend):
                 pad_token_id=pad,
                 return_dict_in_generate=True,
                 output_logits=self.expected,  # raw logits, before any logits processor of generation_config
+                prefix_allowed_tokens_fn=self._allowed(lm, width) if self.constrain is not None else None,
             )
         sequences = out.sequences
         probs = self._first_position_probs(out.logits[0], lm) if self.expected else [None] * len(batch)
@@ -248,6 +257,15 @@ class HFBackend(LocalBackend):
     def budget(self, request: Request) -> int:
         """New tokens for a request: its answer's, and a reasoning run's thinking budget."""
         return self.thinking.max_tokens(request.max_tokens)
+
+
+    def _allowed(self, lm: _Loaded, width: int) -> Any:
+        """--constrain: transformers' prefix_allowed_tokens_fn. The first new token is one of the scale's integer
+        tokens ("4", " 4", ...), the next the end of sequence: the reply is exactly one score."""
+        scale = {str(v) for v in self.constrain or ()}
+        first, eos = sorted(i for i, v in lm.score_tokens.items() if v in scale), sorted(lm.eos_ids)
+        start = 1 if lm.encoder_decoder else width  # decoder input: its start token / the (left-padded) prompt
+        return lambda batch_id, input_ids: first if input_ids.shape[-1] == start else eos
 
     def _first_position_probs(self, logits: Any, lm: _Loaded) -> list[dict[str, float]]:
         """Per row: {integer: probability} at the first output position, over the whole vocabulary (float32)."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
-from harness.calling.backends import backend_key
+from harness.calling.backends import backend_key, constrain_scale
 from harness.calling.backends.base import (
     ClientPool,
     MalformedReply,
@@ -30,12 +30,14 @@ from harness.calling.backends.base import (
 )
 from harness.calling.backends.http import ErrorReply, Route, open_routes
 from harness.calling.backends.openai_errors import sdk_errors
+from harness.calling.backends.openai_logprobs import logprob_fields, score_probs_from
 from harness.calling.backends.openai_names import (  # the pure name rules, shared with --dry-run
     DEFAULT_REASONING_TOKENS,
     default_chat,
 )
 from harness.calling.backends.thinking import thinking_for
 from harness.config.settings import RunConfig
+from harness.scoring.constrained import gbnf, response_format
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
 CHAT_ENDPOINT, RAW_ENDPOINT = "/v1/chat/completions", "/v1/completions"
@@ -55,6 +57,9 @@ def from_config(config: RunConfig) -> OpenAIBackend:
         chat=config.chat,
         stop=config.stop,
         max_tokens=config.max_tokens,
+        expected=config.scoring == "expected",
+        constrain=constrain_scale(config),
+        grammar=config.constrain == "grammar",
     )
 
 
@@ -75,6 +80,9 @@ class OpenAIBackend(RemoteBackend):
         chat: bool | None = None,
         stop: Sequence[str] = (),
         max_tokens: int = 20,
+        expected: bool = False,
+        constrain: tuple[int, ...] | None = None,
+        grammar: bool = False,
     ) -> None:
         if chat is False and not base_urls:
             raise HarnessError(
@@ -91,6 +99,9 @@ class OpenAIBackend(RemoteBackend):
         self.reasoning_effort = reasoning_effort
         self.stop = list(stop)
         self.max_tokens = max_tokens  # what describe() records; each Request carries its own
+        self.expected = expected  # --scoring expected: ask for the first token's log-probabilities
+        self.constrain = constrain  # --constrain: the label scale's integers, forced by a JSON schema
+        self.grammar = grammar  # --constrain grammar: forced by llama.cpp's GBNF `grammar` field instead
         urls: Sequence[str | None] = list(base_urls) or [None]  # None: the SDK's default (or OPENAI_BASE_URL)
         # One Route per base URL: the SDK client (typed calls: templates, batches, embeddings) and the aiohttp
         # session every request goes through (calling/backends/http.py, transport.py).
@@ -121,7 +132,18 @@ class OpenAIBackend(RemoteBackend):
             params["chat_template_kwargs"] = {"enable_thinking": self.thinking.switch}
         if self.stop:
             params["stop"] = list(self.stop)
-        return params
+        return params | self.protocol_fields()
+
+    def protocol_fields(self) -> dict[str, Any]:
+        """--scoring expected: log-probabilities; --constrain: the scale's JSON schema (Structured Outputs, which
+        vLLM, SGLang and llama.cpp's llama-server also take on /v1/completions), or with `grammar` a GBNF grammar
+        over the scale's integers (llama.cpp servers, llama-cpp-python's included, which reads no json_schema)."""
+        fields = logprob_fields(self.chat) if self.expected else {}
+        if self.constrain is not None and self.grammar:
+            fields["grammar"] = gbnf(self.constrain)
+        elif self.constrain is not None:
+            fields["response_format"] = response_format(self.constrain)
+        return fields
 
     def body(self, request: Request) -> dict[str, Any]:
         """The exact JSON body sent to `endpoint` for this request: `send` posts it, the batch path
@@ -199,12 +221,14 @@ class OpenAIBackend(RemoteBackend):
 
     def _capture_call(self, body: dict[str, Any]) -> Callable[[AsyncOpenAI], Awaitable[Any]]:
         """The SDK's own typed call for this body, run once per base URL by http.capture."""
-        # Fields the SDK's create() has no argument for (a server's chat_template_kwargs) travel in extra_body.
-        fields = {k: v for k, v in body.items() if k != "chat_template_kwargs"}
-        extra = {"chat_template_kwargs": body["chat_template_kwargs"]} if "chat_template_kwargs" in body else None
+        # Fields the SDK's create() does not name travel in extra_body: a server's chat_template_kwargs (reasoning
+        # switch) and, with --constrain on a compatible server, llama.cpp's grammar (and response_format on raw).
+        untyped = {"chat_template_kwargs", "grammar"} | (set() if self.chat else {"response_format"})
+        typed = {k: v for k, v in body.items() if k not in untyped}
+        extra = {k: v for k, v in body.items() if k in untyped} or None
         if self.chat:
-            return lambda c: c.chat.completions.create(**fields, extra_body=extra)
-        return lambda c: c.completions.create(**fields, extra_body=extra)
+            return lambda c: c.chat.completions.create(**typed, extra_body=extra)
+        return lambda c: c.completions.create(**typed, extra_body=extra)
 
     def completion_from(self, request_id: str, data: Any, limits: RateLimit | None = None) -> Completion:
         """A reply's JSON as a Completion, whether it came one by one or in a batch's output file
@@ -248,6 +272,7 @@ class OpenAIBackend(RemoteBackend):
             truncated=truncated,
             rate_limit=limits,
             reasoning=clean_reply(thought, self._key)[0] if thought is not None else None,
+            score_probs=score_probs_from(choice) if self.expected else None,
         )
 
     async def aclose(self) -> None:

@@ -4,6 +4,7 @@
 optional extra imported when the backend is built; data parallelism is vLLM's own (see the README).
 With `expected=True` (--scoring expected) every request asks for the top `SCORE_LOGPROBS` log-probabilities
 per position, and the first position's integer tokens become the answer's `score_probs` (harness/scoring/expected.py).
+With `constrain` (--constrain) every request carries vLLM's structured outputs: a choice over the scale's integers.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from harness.calling.backends import chat_mode
+from harness.calling.backends import chat_mode, constrain_scale
 from harness.calling.backends.base import LocalBackend
 from harness.calling.backends.thinking import Thinking, thinking_for, thinking_record
 from harness.config.settings import LocalOptions, RunConfig
@@ -24,18 +25,33 @@ SCORE_LOGPROBS = 20
 
 
 def from_config(config: RunConfig) -> VllmBackend:
-    """The run's engine: --model a hub id or local path, --seed, --scoring expected."""
+    """The run's engine: --model a hub id or local path, --seed, --scoring expected, --constrain."""
     api, chat = config.api, chat_mode(config)
     thinking = thinking_for("vllm", config.model, api.reasoning, api.reasoning_tokens, chat)
-    expected = config.scoring == "expected"
-    return VllmBackend(config.model, config.local, seed=config.seed, expected=expected, chat=chat, thinking=thinking)
+    expected, constrain = config.scoring == "expected", constrain_scale(config)
+    return VllmBackend(
+        config.model, config.local, seed=config.seed, expected=expected, chat=chat, thinking=thinking,
+        constrain=constrain,
+    )  # fmt: skip
+
+
+def structured_choice(choices: list[str]) -> dict[str, Any]:
+    """The SamplingParams keyword that restricts the output to one of `choices`: `structured_outputs`
+    (StructuredOutputsParams, vLLM 0.10.2 and later) or, before the rename, `guided_decoding`."""
+    try:
+        from vllm.sampling_params import StructuredOutputsParams
+    except ImportError:
+        from vllm.sampling_params import GuidedDecodingParams
+
+        return {"guided_decoding": GuidedDecodingParams(choice=choices)}
+    return {"structured_outputs": StructuredOutputsParams(choice=choices)}
 
 
 class VllmBackend(LocalBackend):
     """Builds `vllm.LLM` on first use and sends all requests through one `generate` (or `chat`) call.
 
-    `llm_factory` and `sampling_params` default to `vllm.LLM` and `vllm.SamplingParams`; they are the seam
-    through which tests put a stand-in engine in their place.
+    `llm_factory`, `sampling_params` and `choice_params` default to `vllm.LLM`, `vllm.SamplingParams` and
+    `structured_choice`; they are the seam through which tests put a stand-in engine in their place.
     """
 
     name = "vllm"
@@ -50,6 +66,8 @@ class VllmBackend(LocalBackend):
         expected: bool = False,
         chat: bool = False,
         thinking: Thinking | None = None,
+        constrain: tuple[int, ...] | None = None,
+        choice_params: Callable[[list[str]], dict[str, Any]] = structured_choice,
     ) -> None:
         if llm_factory is None or sampling_params is None:
             try:
@@ -64,6 +82,8 @@ class VllmBackend(LocalBackend):
         self.expected = expected
         self.chat = chat  # --chat: apply the model's chat template (off: raw text, as the paper sent)
         self.thinking = thinking or Thinking(False, 0)  # harness/calling/backends/thinking.py
+        self.constrain = constrain
+        self._choice_params = choice_params
         self._llm_factory = llm_factory
         self._sampling_params = sampling_params
         self._llm: Any = None
@@ -96,7 +116,12 @@ class VllmBackend(LocalBackend):
         if self.expected:
             record["score_probs"] = f"SamplingParams(logprobs={SCORE_LOGPROBS}): first position, per integer token"
         record |= thinking_record(self.thinking)
+        if self.constrain is not None:
+            record["constrain"] = {"mechanism": "structured outputs: choice", "choice": self._choices()}
         return record
+
+    def _choices(self) -> list[str]:
+        return [str(v) for v in self.constrain or ()]
 
     def engine(self) -> Any:
         """The run's one engine, built on first use (loading takes minutes; a fully cached run never pays it)."""
@@ -111,8 +136,12 @@ class VllmBackend(LocalBackend):
         for r in requests:
             key = (self.thinking.max_tokens(r.max_tokens), r.temperature)
             if key not in made:
-                extra = {"logprobs": SCORE_LOGPROBS} if self.expected else {}
-                made[key] = self._sampling_params(temperature=r.temperature, max_tokens=key[0], seed=self.seed, **extra)
+                extra: dict[str, Any] = {"logprobs": SCORE_LOGPROBS} if self.expected else {}
+                if self.constrain is not None:
+                    extra |= self._choice_params(self._choices())
+                made[key] = self._sampling_params(
+                    temperature=r.temperature, max_tokens=key[0], seed=self.seed, **extra
+                )
             per_request.append(made[key])
         return per_request[0] if len(made) == 1 else per_request
 

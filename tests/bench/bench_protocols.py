@@ -1,0 +1,170 @@
+"""SmolLM2-135M-Instruct on the same STS-B items through three backends and three protocols, and how far apart.
+
+Backends: `hf` in process (the Q4_1 GGUF dequantised to float32), `transformers serve` on that float32 folder, and
+llama.cpp's server (llama-cpp-python) on the Q4_1 GGUF itself. Protocols: parsed and expected (one
+`--scoring expected` run) and constrained (`--constrain`; `--constrain grammar` for llama.cpp, whose Python
+server reads no json_schema). Every run goes through the harness (`run_eval.py` main), chat template on, cache off.
+
+Tolerance for expected scores, hf vs llama.cpp: both use the same weights (the dequantised Q4_1 values are exact),
+but llama.cpp multiplies them with activations quantised to 8 bits per block of 32 (Q8_1, the vec_dot type of
+Q4_1), accumulates in its own order and keeps the KV cache in float16. So the same perturbation is simulated in
+the hf model (every Linear's input rounded to Q8_1: scale max|x|/127 per 32 values) and its |Δ expected| over the
+same prompts is the yardstick: the llama.cpp–hf differences should be of that size, not larger.
+
+    python tests/bench/bench_protocols.py --n 200 --work /tmp/protobench     # ~20 min on 2 busy cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.stats import spearmanr
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from harness.calling.backends import local_models  # noqa: E402
+from harness.cli.main import main  # noqa: E402
+from tests.servers.llama_cpp_server import ALIAS, llama_cpp_server  # noqa: E402
+from tests.servers.transformers_serve import transformers_serve  # noqa: E402
+
+MODEL = "smollm2-135m"
+
+
+def run(args: list[str], results: Path, run_id: str) -> list[dict[str, Any]]:
+    """One harness run (kept when its folder exists: rerun pieces freely); its samples."""
+    folder = results / run_id
+    if not (folder / "samples.jsonl").is_file():
+        start = time.perf_counter()
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = main([*args, "--results-dir", str(results), "--run-id", run_id, "--no-progress", "--no-cache"])
+        print(f"{run_id}: exit {rc} in {time.perf_counter() - start:.0f} s")
+        lines = [x for x in out.getvalue().splitlines() if x.startswith(("note", "expected", "n="))]
+        print("  " + "\n  ".join(lines))
+    return [json.loads(x) for x in (folder / "samples.jsonl").read_text().splitlines()]
+
+
+def metrics(results: Path, run_id: str) -> dict[str, Any]:
+    return json.loads((results / run_id / "metrics.json").read_text())
+
+
+def rho(a: list[float], b: list[float]) -> str:
+    return f"{100 * spearmanr(a, b)[0]:.2f}" if len(a) > 2 else "–"
+
+
+def diffs(a: dict[str, float], b: dict[str, float]) -> str:
+    ids = sorted(a.keys() & b.keys())
+    if not ids:
+        return "n=0 (no expected scores on one side)"
+    d = np.abs(np.array([a[i] - b[i] for i in ids]))
+    return (
+        f"n={len(ids)} |Δ| mean {d.mean():.4f} median {np.median(d):.4f} p95 {np.percentile(d, 95):.4f} "
+        f"max {d.max():.4f}; Spearman between them {rho([a[i] for i in ids], [b[i] for i in ids])}"
+    )
+
+
+def simulated_q8(n_items: list[dict[str, Any]]) -> dict[str, float]:
+    """The hf model's expected scores with every Linear's input rounded to Q8_1 blocks (llama.cpp's activations)."""
+    import torch
+
+    from harness.calling.backends.hf import HFBackend
+    from harness.config.settings import LocalOptions
+    from harness.scoring.expected import expected_score
+    from harness.types import Request
+
+    backend = HFBackend(MODEL, LocalOptions(chat=True, batch_size=1), expected=True)
+    lm = backend.load()
+
+    def q8_1(module: Any, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+        x = inputs[0]
+        blocks = x.reshape(*x.shape[:-1], -1, 32)
+        d = blocks.abs().amax(dim=-1, keepdim=True) / 127
+        q = torch.where(d > 0, torch.round(blocks / torch.where(d > 0, d, 1)) * d, blocks)
+        return (q.reshape(x.shape), *inputs[1:])
+
+    hooks = [m.register_forward_pre_hook(q8_1) for m in lm.model.modules() if isinstance(m, torch.nn.Linear)]
+    out = {}
+    try:
+        items = backend.tokenize([Request(s["id"], s["prompt"]) for s in n_items])
+        for it in items:
+            with torch.inference_mode():
+                logits = lm.model(input_ids=torch.tensor([it.ids])).logits[:, -1]
+            (probs,) = backend._first_position_probs(logits, lm)
+            weighted = expected_score(probs, (0.0, 5.0))
+            if weighted is not None:
+                out[it.request.id] = weighted[0]
+    finally:
+        for h in hooks:
+            h.remove()
+    return out
+
+
+def main_bench() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--n", type=int, default=200)
+    p.add_argument("--work", type=Path, required=True, help="folder for run folders and server logs (reused)")
+    p.add_argument("--only", default="hf,serve,llama")
+    a = p.parse_args()
+    chosen = a.only.split(",")
+    base = ["--dataset", "stsb", "--limit", str(a.n), "--chat"]
+    folder = local_models.model_dir(MODEL)
+    gguf = local_models.gguf_path(local_models.KNOWN_MODELS[MODEL])
+    res = a.work / "runs"
+    runs: dict[str, list[dict[str, Any]]] = {}
+    if "hf" in chosen:
+        hf = ["--model", MODEL, "--backend", "hf"]
+        runs["hf-expected"] = run([*hf, *base, "--scoring", "expected"], res, "hf-expected")
+        runs["hf-constrained"] = run([*hf, *base, "--constrain"], res, "hf-constrained")
+    if "serve" in chosen:
+        with transformers_serve(folder, a.work / "serve") as server:
+            api = ["--backend", "openai", "--model", str(folder), "--base-url", server.base_url, "--concurrency", "2"]
+            runs["serve-expected"] = run([*api, *base, "--scoring", "expected"], res, "serve-expected")
+            runs["serve-constrained"] = run([*api, *base, "--constrain"], res, "serve-constrained")
+    if "llama" in chosen:
+        with llama_cpp_server(gguf, a.work / "llama") as server:
+            api = ["--backend", "openai", "--model", ALIAS, "--base-url", server.base_url, "--concurrency", "1"]
+            runs["llama-expected"] = run([*api, *base, "--scoring", "expected"], res, "llama-expected")
+            runs["llama-constrained"] = run([*api, *base, "--constrain", "grammar"], res, "llama-constrained")
+            runs["llama-json-schema"] = run([*api, *base, "--constrain"], res, "llama-json-schema")
+    print(f"\n## Per run (STS-B validation, first {a.n} items, chat template)\n")
+    print("| run | n | invalid % | Spearman | n_expected | no logprobs | missing | Spearman expected | mass |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in runs:
+        m = metrics(res, name)
+        cells = [m.get(k, "–") for k in ("n", "invalid_pct", "spearman", "n_expected", "expected_no_logprobs")]
+        cells += [m.get(k, "–") for k in ("expected_missing", "spearman_expected", "expected_mass_mean")]
+        print(f"| {name} | " + " | ".join(f"{c:.2f}" if isinstance(c, float) else str(c) for c in cells) + " |")
+    print("\n## Agreement between backends\n")
+    names = [b for b in ("hf", "serve", "llama") if f"{b}-expected" in runs]
+    for i, x in enumerate(names):
+        for y in names[i + 1 :]:
+            ax, ay = runs[f"{x}-expected"], runs[f"{y}-expected"]
+            same_out = sum(s["output"] == t["output"] for s, t in zip(ax, ay, strict=True))
+            same_in = sum(s["usage"]["input_tokens"] == t["usage"]["input_tokens"] for s, t in zip(ax, ay, strict=True))
+            pred = rho([s["prediction"] for s in ax], [t["prediction"] for t in ay])
+            ex = {s["id"]: s["expected"] for s in ax if s.get("expected") is not None}
+            ey = {s["id"]: s["expected"] for s in ay if s.get("expected") is not None}
+            cx, cy = runs[f"{x}-constrained"], runs[f"{y}-constrained"]
+            same_c = sum(s["parsed"] == t["parsed"] and s["valid"] and t["valid"] for s, t in zip(cx, cy, strict=True))
+            print(f"- {x} vs {y}: same prompt tokens {same_in}/{len(ax)}; parsed: same output {same_out}/{len(ax)}, "
+                  f"Spearman between predictions {pred}; expected: {diffs(ex, ey)}; "
+                  f"constrained: same valid answer {same_c}/{len(cx)}")  # fmt: skip
+    if "hf-expected" in runs and "llama-expected" in runs:
+        hf_e = {s["id"]: s["expected"] for s in runs["hf-expected"] if s.get("expected") is not None}
+        sim = simulated_q8(runs["hf-expected"])
+        print("\n## Yardstick: hf vs hf with Q8_1-rounded activations (simulated llama.cpp arithmetic)\n")
+        print(f"- {diffs(hf_e, sim)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main_bench())

@@ -1,0 +1,63 @@
+"""report.md's protocols section: parsed, expected and constrained Spearman of one model side by side with CIs
+and paired comparisons, checked against scipy; the constrained run's row labelled and never set against the paper."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from scipy.stats import spearmanr
+
+from harness.cli.main import main
+from tests.fake_protocols import logprobs
+from tests.fake_server import FakeServer
+
+
+def first_digit(text: str) -> dict[str, float]:
+    d = int(next(c for c in text if c.isdigit()))
+    return {str(d): 0.5, str((d + 2) % 6): 0.3, "The": 0.1}
+
+
+def json_answer(endpoint: str, request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    """Honours response_format: {"score": N}, N one more than the fake's first digit (mod 6)."""
+    reply = logprobs(first_digit)(endpoint, request, reply)
+    if "response_format" in request:
+        message = reply["choices"][0]["message"]
+        message["content"] = json.dumps({"score": (int(message["content"][0]) + 1) % 6})
+    return reply
+
+
+def samples(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (folder / "samples.jsonl").read_text().splitlines()]
+
+
+def test_report_sets_parsed_expected_and_constrained_side_by_side(tmp_path: Path) -> None:
+    base = ["--model", "gpt-4o", "--dataset", "stsb", "--limit", "30", "--no-progress", "--results-dir", str(tmp_path)]
+    with FakeServer(extras=json_answer) as server:
+        base += ["--base-url", server.openai_url]
+        assert main([*base, "--scoring", "expected", "--run-id", "a"]) == 0
+        assert main([*base, "--constrain", "--run-id", "b"]) == 0
+    assert main(["report", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "rep")]) == 0
+    report = (tmp_path / "rep" / "report.md").read_text()
+    section = report[report.index("## Protocols") :]
+    a, b = samples(tmp_path / "a"), samples(tmp_path / "b")
+    gold = [s["label"] for s in a]
+    want = {
+        "R1 parsed": spearmanr([s["prediction"] for s in a], gold)[0],
+        "R1 expected": spearmanr([s["expected"] for s in a], gold)[0],
+        "R2 constrained": spearmanr([s["prediction"] for s in b], gold)[0],
+    }
+    for name, rho in want.items():
+        row = re.search(rf"^\| {name} \| \w+ \| 30 \| [^|]+ \| (-?[\d.]+) \| \[(-?[\d.]+), (-?[\d.]+)\]", section, re.M)
+        assert row is not None, name
+        assert float(row.group(1)) == round(100 * rho, 2)
+        assert float(row.group(2)) <= float(row.group(1)) <= float(row.group(3))
+    cells = r"\| 30 \| (-?[\d.]+) \| (-?[\d.]+) \| (-?[\d.]+) \|"
+    pair = re.search(rf"^\| R1 parsed − R2 constrained {cells}", section, re.M)
+    assert pair is not None
+    assert abs(float(pair.group(3)) - 100 * (want["R1 parsed"] - want["R2 constrained"])) < 0.01
+    assert "R1 expected − R2 constrained" in section and "R1 parsed − R1 expected" in section
+    runs_csv = (tmp_path / "rep" / "runs.csv").read_text()
+    assert "constrain=native" in runs_csv  # the constrained run's row label says so
