@@ -72,7 +72,7 @@ def test_a_new_backend_runs_end_to_end_priced_and_recorded(toy: None, tmp_path: 
     ("entry", "changes", "message"),
     [
         ({}, {"api": ApiOptions(max_cost=1.0)}, "^--max-cost needs a price for 'toy-1'"),
-        ({}, {"scoring": "expected"}, "which the toy backend does not give; use one of: hf, vllm$"),
+        ({}, {"scoring": "expected"}, "which the toy backend does not give; use one of: hf, openai, vllm$"),
         ({}, {"chat": False}, "^--no-chat: toy models are chat-only"),
         ({"stop": False}, {"stop": ("\n",)}, r"^--stop: the toy backend does not send stop sequences \(only openai"),
         ({"prefixes": ()}, {}, "^unknown model 'toy-1'"),

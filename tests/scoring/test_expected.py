@@ -88,8 +88,12 @@ def test_only_answered_samples_count_and_the_low_mass_note_starts_below_half() -
     assert (m["n_expected"], m["expected_missing"], m["expected_mass_mean"]) == (4, 0, 0.5)
     assert "expected_note" not in m  # exactly 0.5 is not low
     assert "expected_note" in expected_metrics([_scored(0, 1.0, 1.0, mass=0.49), _scored(1, 2.0, 2.0, mass=0.5)])
-    no_mass = dataclasses.replace(_scored(5, 2.0, 2.0), expected_mass=None)  # a hand-made line: mass unknown
-    assert expected_metrics([no_mass, _scored(6, 3.0, 3.0, mass=0.8)])["expected_mass_mean"] == pytest.approx(0.4)
+    # mass unknown (a server that returned no log-probabilities) is left out of the mean; mass 0 (the model put
+    # its top-k mass elsewhere) counts in it
+    no_logprobs = dataclasses.replace(_scored(5, 2.0, 2.0), expected_mass=None)
+    assert expected_metrics([no_logprobs, _scored(6, 3.0, 3.0, mass=0.8)])["expected_mass_mean"] == pytest.approx(0.8)
+    zero = dataclasses.replace(_scored(5, 2.0, 2.0), expected_mass=0.0)
+    assert expected_metrics([zero, _scored(6, 3.0, 3.0, mass=0.8)])["expected_mass_mean"] == pytest.approx(0.4)
     unlabelled = expected_metrics([dataclasses.replace(s, label=None) for s in answered])
     assert unlabelled["n_expected"] == 4 and "spearman_expected" not in unlabelled
 

@@ -112,7 +112,7 @@ def test_expected_scoring_is_kept_beside_the_prediction() -> None:
     assert (out[1].expected, out[1].expected_mass) == (None, None)
     assert (out[2].expected, out[2].expected_mass) == (None, None)
     nothing = score(_prep(n=1), {"r0": Completion("r0", "4", score_probs={"9": 1.0})}, seed=0)
-    assert (nothing[0].expected, nothing[0].expected_mass) == (None, None)
+    assert (nothing[0].expected, nothing[0].expected_mass) == (None, 0.0)  # log-probabilities, none on the scale
 
 
 def test_queries_and_requests_that_do_not_line_up_are_an_error_not_a_truncation() -> None:
