@@ -92,7 +92,7 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         batch_size=a.batch_size,
     )
     return RunConfig(
-        model=first(a.model),  # a comma list's first value: the sweep's base (cli.grid.grid_from_args has the rest)
+        model=first(a.model),  # a comma list's first value: the sweep's base (grid_from_args has the rest)
         backend=a.backend,
         dataset=first(a.dataset),
         split=a.split,
@@ -124,4 +124,5 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         shot_seed=a.shot_seed,
         scoring=a.scoring,
         parse=a.parse,
+        config_file=getattr(a, "config", None),
     )

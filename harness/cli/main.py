@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import signal
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.calling.batch.options import EXIT_BATCH_PENDING
+from harness.cli.config_file import split_config
 from harness.cli.configs import config_from_args, grid_from_args
 from harness.cli.options import Parser, add_data_args, run_parser
 from harness.cli.summary import print_dry_run, print_summary
@@ -33,7 +35,17 @@ def extract_parser() -> Parser:
 
 
 def cmd_run(argv: Sequence[str]) -> int:
-    args = run_parser().parse_args(argv)
+    name, rest = split_config(argv)
+    if name is not None:  # --config FILE or RECIPE: one or several runs, the command line over the file
+        from harness.cli.config_run import run_config_file
+
+        return run_config_file(name, rest, execute)
+    return execute(run_parser().parse_args(argv))[0]
+
+
+def execute(args: argparse.Namespace) -> tuple[int, list[Path], Path | None]:
+    """One parsed command line: a run or a sweep. (exit status, the run folders written or reused, a sweep's
+    index.html)."""
     config, grid = config_from_args(args), grid_from_args(args)
     if grid:  # comma lists in --model/--shots/--instr/--dataset: a sweep
         return cmd_sweep(config, grid)
@@ -44,10 +56,10 @@ def cmd_run(argv: Sequence[str]) -> int:
     if config.dry_run:
         print_dry_run(m)
     else:
-        print_summary(m)
+        print_summary(m, config.model)
     print(f"results: {result.run_dir}")
     # Failed requests leave the run incomplete: a non-zero exit tells scripts to rerun (only those are resent).
-    return EXIT_INCOMPLETE if m.get("errors") else 0
+    return (EXIT_INCOMPLETE if m.get("errors") else 0), [result.run_dir], None
 
 
 def cmd_extract(argv: Sequence[str]) -> int:
@@ -109,10 +121,11 @@ def cmd_data_report(argv: Sequence[str]) -> int:
 # --- sweeps, reports, comparisons and overlap ----------------------------------------------------
 
 
-def cmd_sweep(base: RunConfig, grid: dict[str, list[Any]]) -> int:
+def cmd_sweep(base: RunConfig, grid: dict[str, list[Any]]) -> tuple[int, list[Path], Path | None]:
     from harness.sweep import run_sweep
 
     result = run_sweep(base, grid)
+    run_dirs = [c.run_dir for c in result.cells]
     print(f"sweep: {len(result.cells)} cells ({sum(c.reused for c in result.cells)} reused) -> {result.sweep_dir}")
     for c in result.failed:
         print(f"warning: cell {c.label}: {c.errors} queries have no prediction -> {c.run_dir}", file=sys.stderr)
@@ -122,8 +135,9 @@ def cmd_sweep(base: RunConfig, grid: dict[str, list[Any]]) -> int:
             "command to retry them (finished cells are reused)",
             file=sys.stderr,
         )
-        return EXIT_INCOMPLETE
-    return 0
+    html = result.sweep_dir / "report" / "index.html"
+    print(f"html: {html.resolve()}")  # last: the page to open
+    return (EXIT_INCOMPLETE if result.failed else 0), run_dirs, html
 
 
 def report_parser() -> Parser:

@@ -99,3 +99,4 @@ class RunConfig:
     scoring: str = "parsed"  # "parsed" (the paper's first number) or "expected" (from log-probabilities)
     parse: str = "first-number"  # "strict" adds a second metric set (spearman_strict, ...); never replaces it
     shot_seed: int | None = None  # None: --seed for "seeded", 42 for "reference" (run_sts_fewshot.py's default)
+    config_file: str | None = None  # --config: the TOML file or recipe these settings came from (with the command line)
