@@ -21,7 +21,7 @@ from harness.results.stage import staged
 from harness.types import HarnessError
 
 # The RunConfig fields a sweep varies: the options --dataset, --model, --instr and --shots take comma lists
-# (argparse splits them: harness/cli/configs.py CommaList). Order: cells run dataset-major (one data load after another).
+# (argparse splits them: harness/cli/configs.py CommaList). Order: dataset-major (one data load after another).
 GRID_FIELDS = ("dataset", "model", "instr", "shots")
 
 

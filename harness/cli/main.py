@@ -16,7 +16,7 @@ from harness.cli.configs import config_from_args, grid_from_args
 from harness.cli.options import Parser, add_data_args, run_parser
 from harness.cli.summary import print_dry_run, print_summary
 from harness.config.settings import RunConfig
-from harness.inputs import check_output, check_regular
+from harness.inputs import check_output
 from harness.types import HarnessError
 
 EXIT_USAGE = 2
@@ -140,49 +140,10 @@ def cmd_sweep(base: RunConfig, grid: dict[str, list[Any]]) -> tuple[int, list[Pa
     return (EXIT_INCOMPLETE if result.failed else 0), run_dirs, html
 
 
-def report_parser() -> Parser:
-    p = Parser(
-        prog="run_eval.py report",
-        description="Tables (md/csv/tex), plots and CIs from run or sweep folders; calls no model.",
-    )
-    p.add_argument("paths", nargs="+", type=Path, help="run folders, sweep folders, or folders holding them (results/)")
-    p.add_argument(
-        "--out",
-        type=Path,
-        help="report folder (default: SWEEP/report for one sweep, FOLDER/report-TIME for one folder of runs, "
-        "else results/report-TIME)",
-    )
-    p.add_argument("--published", type=Path, help="published numbers CSV (default: the bundled paper_results.csv)")
-    return p
-
-
 def cmd_report(argv: Sequence[str]) -> int:
-    from datetime import UTC, datetime
+    from harness.cli.report_cmd import cmd_report as report  # the report's modules load only for this command
 
-    from harness.reporting.published import load_published
-    from harness.reporting.report import write_report
-
-    a = report_parser().parse_args(argv)
-    if a.published is not None:
-        check_regular(a.published, "--published")
-    out = a.out
-    if out is None:
-        stamp = datetime.now(UTC).strftime("report-%Y%m%d-%H%M%S")
-        one = a.paths[0] if len(a.paths) == 1 else None
-        if one is not None and (one / "sweep.json").is_file():
-            out = one / "report"
-        elif one is not None and one.is_dir() and not (one / "config.json").is_file():
-            out = one / stamp  # a folder of run folders (results/): the report goes beside them
-        else:
-            out = RunConfig.results_dir / stamp
-    check_output(out, "report folder", directory=True)
-    out_dir = write_report(a.paths, out, load_published(a.published) if a.published else None)
-    md = (out_dir / "report.md").read_text(encoding="utf-8")
-    ends = [i for i in (md.find("\n## C-STS beside"), md.find("\n## Published")) if i >= 0]
-    print(md[: min(ends, default=len(md))].rstrip())
-    print(f"report: {out_dir}")
-    print(f"html: {(out_dir / 'index.html').resolve()}")
-    return 0
+    return report(argv)
 
 
 def compare_parser() -> Parser:

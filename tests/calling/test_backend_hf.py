@@ -171,7 +171,9 @@ def test_a_cancelled_run_stops_the_batch_in_flight_promptly(gpt2_dir: Path) -> N
     must stop after its current token, not after all of its tokens (48 s on SmolLM2 before), and yield nothing."""
     import time
 
-    requests = [Request(str(i), f"Input: Sentence 1: a red fox{' runs' * i}. Output:", max_tokens=1500) for i in range(32)]
+    requests = [
+        Request(str(i), f"Input: Sentence 1: a red fox{' runs' * i}. Output:", max_tokens=1500) for i in range(32)
+    ]
     backend = HFBackend(str(gpt2_dir), LocalOptions(batch_size=32))
     backend.load()
 

@@ -5,7 +5,9 @@ Adding a provider: one module in this folder (a LocalBackend or RemoteBackend of
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import json
 from collections.abc import Sequence
 from typing import Protocol, cast
 
@@ -48,10 +50,20 @@ def backend_for(model: str, base_urls: Sequence[str] = ()) -> str:
         return "anthropic"
     if model.startswith(("gpt-", "o1", "o3", "o4", "chatgpt", "text-")) or base_urls:
         return "openai"
+    close = difflib.get_close_matches(model.lower(), known_model_names(), n=1, cutoff=0.7)
+    hint = f"did you mean {close[0]!r}? " if close else ""
     raise HarnessError(
-        f"unknown model {model!r}: pass --backend ({', '.join(BACKENDS)}) to say how to reach it, "
+        f"unknown model {model!r}: {hint}pass --backend ({', '.join(BACKENDS)}) to say how to reach it, "
         f"or use an offline baseline ({', '.join(OFFLINE_MODELS)}) or a packaged model ({', '.join(KNOWN_MODELS)})"
     )
+
+
+def known_model_names() -> list[str]:
+    """Names a typo is matched against: baselines, packaged models and the package price table's API models."""
+    from harness.calling.pricing import PRICES_FILE
+
+    priced = json.loads(PRICES_FILE.read_text(encoding="utf-8")).get("models", {})
+    return [*OFFLINE_MODELS, *KNOWN_MODELS, *priced]
 
 
 def backend_name(config: RunConfig) -> str:

@@ -257,7 +257,9 @@ class _Interrupted:
         self.stop, self.torch = stop, torch
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-        return self.torch.full((input_ids.shape[0],), self.stop.is_set(), dtype=self.torch.bool, device=input_ids.device)
+        return self.torch.full(
+            (input_ids.shape[0],), self.stop.is_set(), dtype=self.torch.bool, device=input_ids.device
+        )
 
 
 def _score_tokens(tokenizer: Any) -> dict[int, str]:
