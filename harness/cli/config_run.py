@@ -52,7 +52,8 @@ def run_config_file(name: str, command_line: Sequence[str], execute: Execute) ->
     if name == "list":
         return list_recipes()
     runs, source = parse_runs(name, command_line)
-    code, run_dirs, html = 0, [], None
+    code, html = 0, None
+    run_dirs: list[Path] = []
     for args in runs:
         status, dirs, html = execute(args)
         code, run_dirs = max(code, status), run_dirs + dirs

@@ -14,6 +14,7 @@ from harness.calling.batch.options import EXIT_BATCH_PENDING
 from harness.cli.config_file import split_config
 from harness.cli.configs import config_from_args, grid_from_args
 from harness.cli.options import Parser, add_data_args, run_parser
+from harness.cli.report_cmd import cmd_report  # report_cmd loads the report's modules when it runs
 from harness.cli.summary import print_dry_run, print_summary
 from harness.config.settings import RunConfig
 from harness.inputs import check_output
@@ -138,12 +139,6 @@ def cmd_sweep(base: RunConfig, grid: dict[str, list[Any]]) -> tuple[int, list[Pa
     html = result.sweep_dir / "report" / "index.html"
     print(f"html: {html.resolve()}")  # last: the page to open
     return (EXIT_INCOMPLETE if result.failed else 0), run_dirs, html
-
-
-def cmd_report(argv: Sequence[str]) -> int:
-    from harness.cli.report_cmd import cmd_report as report  # the report's modules load only for this command
-
-    return report(argv)
 
 
 def compare_parser() -> Parser:

@@ -29,7 +29,7 @@ ALLOWED = {  # a line matching the pattern is not run, for the reason given
     r"^python tests/bench/": "a benchmark (minutes to run): tests/cli/test_first_hour.py starts each with --help",
     r"\bvllm serve\b": "needs vLLM and a CUDA GPU",
     r"\btransformers serve\b": "starts a real server: tests/calling/test_real_server.py does exactly this",
-    r"^python run_eval.py batches\b": "lists what --batch submitted; the dry runs here submit nothing (tests/calling/test_batch_run.py)",
+    r"^python run_eval.py batches\b": "lists what --batch sent; dry runs send none (tests/calling/test_batch_run.py)",
     r"--answers results/": "needs an earlier qa run's answers.jsonl, which a dry run does not write",
 }
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)

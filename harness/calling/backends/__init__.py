@@ -9,6 +9,7 @@ import difflib
 import importlib
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol, cast
 
 from harness.calling.backends.base import Backend, api_key
@@ -60,9 +61,8 @@ def backend_for(model: str, base_urls: Sequence[str] = ()) -> str:
 
 def known_model_names() -> list[str]:
     """Names a typo is matched against: baselines, packaged models and the package price table's API models."""
-    from harness.calling.pricing import PRICES_FILE
-
-    priced = json.loads(PRICES_FILE.read_text(encoding="utf-8")).get("models", {})
+    # harness/calling/pricing.py PRICES_FILE, read here without importing pricing (it imports this package)
+    priced = json.loads((Path(__file__).parents[2] / "data" / "prices.json").read_text(encoding="utf-8"))["models"]
     return [*OFFLINE_MODELS, *KNOWN_MODELS, *priced]
 
 
