@@ -149,13 +149,24 @@ def plan(config: RunConfig, shared: Shared | None = None) -> Planned:
     """Build the backend, prompts and config record without calling a model (sweeps use config_hash to reuse runs;
     their cells share one `shared`)."""
     validate_run(config)  # the same checks as a dry run; only sending needs more (an API key, an installed engine)
+    # Built before any work, so that a missing key or engine fails here (the answer model's too). A missing key and
+    # missing data are told together, in one line, so that a first run does not stop on each in turn.
+    missing: list[str] = []
     backend = None
-    if not config.dry_run:  # built before any work, so that a missing key or engine fails here (the answer model's too)
+    if not config.dry_run:
         _check_dataset(config.dataset)
-        backend = variant_of(config).scoring_backend(config)
-    price = price_of(config, backend)
+        try:
+            backend = variant_of(config).scoring_backend(config)
+        except HarnessError as e:
+            missing.append(str(e))
     shared = shared or Shared()
-    prep = prepare(config, shared)
+    try:
+        prep = prepare(config, shared)
+    except HarnessError as e:
+        raise HarnessError("; and ".join([*missing, str(e)])) from None
+    if missing:
+        raise HarnessError(missing[0])
+    price = price_of(config, backend)
     return Planned(backend, prep, config_record(config, prep, backend, shared), price)
 
 

@@ -21,7 +21,7 @@ from harness.results.stage import staged
 from harness.types import HarnessError
 
 # The RunConfig fields a sweep varies: the options --dataset, --model, --instr and --shots take comma lists
-# (argparse splits them: harness/cli/grid.py). Order: cells run dataset-major (one data load after another).
+# (argparse splits them: harness/cli/configs.py CommaList). Order: dataset-major (one data load after another).
 GRID_FIELDS = ("dataset", "model", "instr", "shots")
 
 
@@ -98,7 +98,7 @@ def _run_sweep(
             written[result.run_dir] = written_run(
                 result.run_dir, result.config, result.records, result.metrics, result.samples
             )
-        log(f"{label}: {_summary(result.metrics)} -> {result.run_dir}")
+        log(f"{label}: {_summary(result.metrics)}{_baseline_note(config.model)} -> {result.run_dir}")
         results.append(Cell(config, config_hash, result.run_dir, False, int(result.metrics.get("errors") or 0)))
     sweep_dir = _write_sweep(base, grid, results, written)
     return SweepResult(sweep_dir, tuple(results))
@@ -126,6 +126,11 @@ def _summary(metrics: dict[str, Any]) -> str:
         if value is not None or note:
             parts.append(f"{k}={'None' if value is None else f'{value:.2f}'}" + (f" ({note})" if note else ""))
     return " ".join(parts) or "no labels"
+
+
+def _baseline_note(model: str) -> str:
+    """The random baseline's 100 % invalid, explained on its cell's line (harness/calling/backends/offline.py)."""
+    return " (by design: no number, every prediction a fallback draw)" if model == "random" else ""
 
 
 def _write_sweep(

@@ -92,7 +92,7 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         batch_size=a.batch_size,
     )
     return RunConfig(
-        model=first(a.model),  # a comma list's first value: the sweep's base (cli.grid.grid_from_args has the rest)
+        model=first(a.model),  # a comma list's first value: the sweep's base (grid_from_args has the rest)
         backend=a.backend,
         dataset=first(a.dataset),
         split=a.split,
@@ -126,4 +126,5 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         constrain=a.constrain,
         parse=a.parse,
         think_tags=a.think_tags,
+        config_file=getattr(a, "config", None),
     )

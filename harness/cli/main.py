@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import signal
 import sys
@@ -10,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.calling.batch.options import EXIT_BATCH_PENDING
+from harness.cli.config_file import split_config
 from harness.cli.configs import config_from_args, grid_from_args
 from harness.cli.errors import cmd_errors
 from harness.cli.options import Parser, add_data_args, run_parser
+from harness.cli.report_cmd import cmd_report  # report_cmd loads the report's modules when it runs
 from harness.cli.summary import print_dry_run, print_summary
 from harness.config.settings import RunConfig
-from harness.inputs import check_output, check_regular, disk_full
+from harness.inputs import check_output, disk_full
 from harness.types import HarnessError
 
 EXIT_USAGE = 2
@@ -34,7 +37,17 @@ def extract_parser() -> Parser:
 
 
 def cmd_run(argv: Sequence[str]) -> int:
-    args = run_parser().parse_args(argv)
+    name, rest = split_config(argv)
+    if name is not None:  # --config FILE or RECIPE: one or several runs, the command line over the file
+        from harness.cli.config_run import run_config_file
+
+        return run_config_file(name, rest, execute)
+    return execute(run_parser().parse_args(argv))[0]
+
+
+def execute(args: argparse.Namespace) -> tuple[int, list[Path], Path | None]:
+    """One parsed command line: a run or a sweep. (exit status, the run folders written or reused, a sweep's
+    index.html)."""
     config, grid = config_from_args(args), grid_from_args(args)
     if grid:  # comma lists in --model/--shots/--instr/--dataset: a sweep
         return cmd_sweep(config, grid)
@@ -45,10 +58,10 @@ def cmd_run(argv: Sequence[str]) -> int:
     if config.dry_run:
         print_dry_run(m)
     else:
-        print_summary(m)
+        print_summary(m, config.model)
     print(f"results: {result.run_dir}")
     # Failed requests leave the run incomplete: a non-zero exit tells scripts to rerun (only those are resent).
-    return EXIT_INCOMPLETE if m.get("errors") else 0
+    return (EXIT_INCOMPLETE if m.get("errors") else 0), [result.run_dir], None
 
 
 def cmd_extract(argv: Sequence[str]) -> int:
@@ -110,10 +123,11 @@ def cmd_data_report(argv: Sequence[str]) -> int:
 # --- sweeps, reports, comparisons and overlap ----------------------------------------------------
 
 
-def cmd_sweep(base: RunConfig, grid: dict[str, list[Any]]) -> int:
+def cmd_sweep(base: RunConfig, grid: dict[str, list[Any]]) -> tuple[int, list[Path], Path | None]:
     from harness.sweep import run_sweep
 
     result = run_sweep(base, grid)
+    run_dirs = [c.run_dir for c in result.cells]
     print(f"sweep: {len(result.cells)} cells ({sum(c.reused for c in result.cells)} reused) -> {result.sweep_dir}")
     for c in result.failed:
         print(f"warning: cell {c.label}: {c.errors} queries have no prediction -> {c.run_dir}", file=sys.stderr)
@@ -123,53 +137,9 @@ def cmd_sweep(base: RunConfig, grid: dict[str, list[Any]]) -> int:
             "command to retry them (finished cells are reused)",
             file=sys.stderr,
         )
-        return EXIT_INCOMPLETE
-    return 0
-
-
-def report_parser() -> Parser:
-    p = Parser(
-        prog="run_eval.py report",
-        description="Tables (md/csv/tex), plots and CIs from run or sweep folders; calls no model.",
-    )
-    p.add_argument("paths", nargs="+", type=Path, help="run folders, sweep folders, or folders holding them (results/)")
-    p.add_argument(
-        "--out",
-        type=Path,
-        help="report folder (default: SWEEP/report for one sweep, FOLDER/report-TIME for one folder of runs, "
-        "else results/report-TIME)",
-    )
-    p.add_argument("--published", type=Path, help="published numbers CSV (default: the bundled paper_results.csv)")
-    return p
-
-
-def cmd_report(argv: Sequence[str]) -> int:
-    from datetime import UTC, datetime
-
-    from harness.reporting.published import load_published
-    from harness.reporting.report import write_report
-
-    a = report_parser().parse_args(argv)
-    if a.published is not None:
-        check_regular(a.published, "--published")
-    out = a.out
-    if out is None:
-        stamp = datetime.now(UTC).strftime("report-%Y%m%d-%H%M%S")
-        one = a.paths[0] if len(a.paths) == 1 else None
-        if one is not None and (one / "sweep.json").is_file():
-            out = one / "report"
-        elif one is not None and one.is_dir() and not (one / "config.json").is_file():
-            out = one / stamp  # a folder of run folders (results/): the report goes beside them
-        else:
-            out = RunConfig.results_dir / stamp
-    check_output(out, "report folder", directory=True)
-    out_dir = write_report(a.paths, out, load_published(a.published) if a.published else None)
-    md = (out_dir / "report.md").read_text(encoding="utf-8")
-    ends = [i for i in (md.find("\n## C-STS beside"), md.find("\n## Published")) if i >= 0]
-    print(md[: min(ends, default=len(md))].rstrip())
-    print(f"report: {out_dir}")
-    print(f"html: {(out_dir / 'index.html').resolve()}")
-    return 0
+    html = result.sweep_dir / "report" / "index.html"
+    print(f"html: {html.resolve()}")  # last: the page to open
+    return (EXIT_INCOMPLETE if result.failed else 0), run_dirs, html
 
 
 def compare_parser() -> Parser:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import NoReturn
 
 from harness.calling.backends import BACKENDS
 from harness.calling.batch.options import add_batch_args
 from harness.cli.configs import REASONING, CommaList
+from harness.cli.parser import Parser
 from harness.config.settings import (
     CONSTRAIN_MODES,
     DTYPES,
@@ -27,7 +27,6 @@ from harness.config.settings import (
 from harness.datasets.load import SPLITS
 from harness.prompting.render import INSTRUCTIONS
 from harness.scoring.reasoning import THINK_TAGS
-from harness.types import HarnessError
 
 # The sub-commands, in the order `--help` lists them (cli.COMMANDS maps each to its function).
 COMMAND_HELP = {
@@ -46,27 +45,6 @@ EXIT_CODES = """exit status:
   4    --batch: batches submitted or still running, nothing written yet; the same command collects them
   130  interrupted (Ctrl-C, SIGINT)
   143  terminated (SIGTERM)"""
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Descriptions kept as written; every option's help ends with its default unless it states one."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text, default = action.help or "", action.default
-        unset = default is None or default is False or default == [] or default is argparse.SUPPRESS
-        if "default" in text or unset or not action.option_strings:
-            return text
-        return f"{text} (default: %(default)s)"
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one `error:` line and exit 2 like every other bad input (cli.main)."""
-
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(formatter_class=HelpFormatter, **kwargs)  # type: ignore[arg-type]
-
-    def error(self, message: str) -> NoReturn:
-        raise HarnessError(f"{message} (see `{self.prog} --help`)")
 
 
 def add_data_args(p: argparse.ArgumentParser) -> None:
@@ -153,6 +131,12 @@ def run_parser() -> Parser:
     )
     p.add_argument("--answers", type=Path, help="qa variants: reuse answers.jsonl from an earlier run (default: none)")
     add_data_args(p)
+    p.add_argument(
+        "--config",
+        metavar="FILE|RECIPE",
+        help="a TOML file of options (keys as the options are named, without --; lists for a sweep), or a bundled "
+        "recipe's name (run_eval.py --config list); the command line overrides it (default: none)",
+    )
     p.add_argument("--results-dir", type=Path, default=RunConfig.results_dir, help="where run folders are written")
     p.add_argument("--run-id", help="name of the run folder, a plain name (default: dataset-split-model-k-instr-time)")
     p.add_argument("--dry-run", action="store_true", help="render every prompt and count tokens; call no model")

@@ -37,8 +37,12 @@ def print_dry_run(m: dict[str, Any]) -> None:
     )
 
 
-def print_summary(m: dict[str, Any]) -> None:
-    print(metrics_line(m, [*HEADLINE, "errors"]))
+def print_summary(m: dict[str, Any], model: str | None = None) -> None:
+    from harness.calling.backends.offline import BASELINE_NOTES
+
+    print((f"{model}: " if model else "") + metrics_line(m, [*HEADLINE, "errors"]))
+    if model in BASELINE_NOTES:
+        print(f"note: {BASELINE_NOTES[model]}")
     if m.get("reasons"):
         print("reasons: " + "  ".join(f"{k}={v}" for k, v in m["reasons"].items()))
     if "invalid_strict_pct" in m:

@@ -107,3 +107,4 @@ class RunConfig:
     # Inline thought delimiters split off before parsing (harness/scoring/reasoning.py parse_tags): "auto" (every
     # known format), "none", or a comma list of format names and "OPEN CLOSE" pairs.
     think_tags: str = "auto"
+    config_file: str | None = None  # --config: the TOML file or recipe these settings came from (with the command line)

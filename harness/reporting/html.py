@@ -127,7 +127,7 @@ def group_tables(table: pd.DataFrame) -> str:
         wide = layout(group)
         shots = list(dict.fromkeys(k for k, _ in wide.columns))
         by_cell = {(r.instr, r.row, r.shots): r for r in group.itertuples()}
-        names = ["n", "Err.", "Invalid %", "Spearman [95% CI]", "Pearson [95% CI]", "Published Spearman"]
+        names = ["n", "Err.", "Inv. %", "Spearman [95% CI]", "Pearson [95% CI]", "Paper Spearman"]
         top = '<th rowspan="2">Instruction</th><th rowspan="2">Model</th>'
         top += "".join(f'<th colspan="{len(names)}">k={esc(k)}</th>' for k in shots)
         sub = "".join(f"<th>{esc(n)}</th>" for _ in shots for n in names)

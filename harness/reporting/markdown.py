@@ -41,8 +41,11 @@ def live_runs(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def table_notes(group: pd.DataFrame) -> list[str]:
-    """Footnotes of one table: correlations that rest on few items or none, published numbers not comparable."""
-    notes = []
+    """Footnotes of one table: what a baseline is, correlations that rest on few items or none, published numbers
+    not comparable."""
+    from harness.calling.backends.offline import BASELINE_NOTES
+
+    notes = [f"{m}: {BASELINE_NOTES[m]}" for m in dict.fromkeys(group["model"]) if m in BASELINE_NOTES]
     for r in group.itertuples():
         where = f"{r.ref} ({r.row}, {r.instr}, k={r.shots})"
         if words(getattr(r, "integrity_note", None), ""):

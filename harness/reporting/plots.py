@@ -99,7 +99,10 @@ def spearman_figure(table: pd.DataFrame) -> Figure | None:
                 hi = rows["spearman_hi"].map(_num).to_numpy() if "spearman_hi" in rows else y
                 color = colors[str(label)]
                 ax.plot(x, y, "o-", color=color, label=str(label))
-                ax.fill_between(x, lo, hi, color=color, alpha=0.18, linewidth=0)
+                if len(x) == 1:  # one k: a band over one point has no width, so the interval is a bar
+                    ax.errorbar(x, y, yerr=[y - lo, hi - y], fmt="none", ecolor=color, capsize=4, elinewidth=1.2)
+                else:
+                    ax.fill_between(x, lo, hi, color=color, alpha=0.18, linewidth=0)
                 paper = _comparable(rows, "paper_spearman")
                 if not all(math.isnan(p) for p in paper):
                     has_paper = True
@@ -115,7 +118,7 @@ def spearman_figure(table: pd.DataFrame) -> Figure | None:
     handles, names = _legend_entries(axes)
     fig.legend(handles, names, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
     note = "; dashed, hollow: published (comparable runs only)" if has_paper else ""
-    fig.suptitle(f"Spearman against k (shaded: 95% bootstrap CI{note})", fontsize=10)
+    fig.suptitle(f"Spearman against k (shaded, or a bar at a lone k: 95% bootstrap CI{note})", fontsize=10)
     fig.tight_layout()
     return fig
 

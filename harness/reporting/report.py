@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections import Counter
@@ -189,6 +190,21 @@ def _nan(v: object) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
 
+LEFT_OUT = "[C-STS text left out: shareable report]"
+
+
+def without_csts_text(run: Run) -> Run:
+    """The run with every text that may hold C-STS sentences or conditions replaced by a marker: prompts, replies
+    (a model may echo its prompt), refusals. Numbers, reasons and ids stay, so every table and plot is the same."""
+    if run.config.get("dataset") != "csts":
+        return run  # STS-B's licence (CC BY-SA) allows sharing its text
+    samples = tuple(
+        dataclasses.replace(s, prompt=LEFT_OUT, output=None if s.output is None else LEFT_OUT) for s in run.samples
+    )
+    extras = tuple(e | {"refusal": LEFT_OUT if e.get("refusal") else None} for e in run.extras)
+    return dataclasses.replace(run, samples=samples, extras=extras)
+
+
 def build_table(
     run_dirs: Sequence[Path] | Sequence[Run],
     published: list[Published] | None = None,
@@ -225,15 +241,19 @@ def write_report(
     out_dir: Path,
     published: list[Published] | None = None,
     loaded: Mapping[Path, Run] | None = None,
+    shareable: bool = False,
 ) -> Path:
     """Stage every report file (md, csv, tex, png, html), then rename the folder into place (replacing an old one).
-    `loaded`: runs of these folders already in memory (a sweep's report does not read back what it just wrote)."""
+    `loaded`: runs of these folders already in memory (a sweep's report does not read back what it just wrote).
+    `shareable`: C-STS prompts, replies and refusals left out (the release terms forbid sharing its text)."""
     from harness.reporting.html import write_html
     from harness.reporting.markdown import render_report
     from harness.reporting.plots import plot_invalid, plot_spearman_vs_k
     from harness.reporting.protocols import protocols_section
 
     runs, notes = load_readable(expand(run_paths), loaded)  # unreadable folders skipped, copies shown once
+    if shareable:
+        runs = [without_csts_text(run) for run in runs]
     table = build_table(runs, published, notes)
     with staged(out_dir) as staging:  # an old report folder there is replaced only once the new one is whole
         plots = plot_spearman_vs_k(table, staging / "spearman_vs_k.png")

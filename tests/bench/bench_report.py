@@ -9,9 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from anywhere: harness, tests
 
 from harness.reporting.report import write_report
 from tests.synthetic_runs import make_run

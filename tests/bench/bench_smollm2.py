@@ -31,8 +31,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness import local_models  # noqa: E402
-from harness.cli.main import main, run_parser  # noqa: E402
+from harness.calling.backends import local_models  # noqa: E402
+from harness.cli.main import main  # noqa: E402
+from harness.cli.options import run_parser  # noqa: E402
 from tests.servers.transformers_serve import transformers_serve  # noqa: E402
 
 SETTINGS = ("overlap", "random", "hf-raw", "hf-chat", "serve-chat", "serve-raw")

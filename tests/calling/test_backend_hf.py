@@ -164,3 +164,40 @@ def test_missing_extra_fails_in_one_line(
     assert rc == 2
     assert err.count("\n") == 1 and 'pip install -e ".[hf]"' in err
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_a_cancelled_run_stops_the_batch_in_flight_promptly(gpt2_dir: Path) -> None:
+    """Ctrl-C is asyncio cancelling the run's task (asyncio.Runner's SIGINT handler): the batch being generated
+    must stop after its current token, not after all of its tokens (48 s on SmolLM2 before), and yield nothing."""
+    import time
+
+    requests = [
+        Request(str(i), f"Input: Sentence 1: a red fox{' runs' * i}. Output:", max_tokens=1500) for i in range(32)
+    ]
+    backend = HFBackend(str(gpt2_dir), LocalOptions(batch_size=32))
+    backend.load()
+
+    async def timed(cancel_after: float | None) -> tuple[float, list[Completion], bool]:
+        got: list[Completion] = []
+
+        async def consume() -> None:
+            async for c in backend.complete(requests):
+                got.append(c)
+
+        task = asyncio.ensure_future(consume())
+        started = time.perf_counter()
+        if cancel_after is not None:
+            await asyncio.sleep(cancel_after)
+            task.cancel()
+        cancelled = False
+        try:
+            await task
+        except asyncio.CancelledError:
+            cancelled = True
+        return time.perf_counter() - started, got, cancelled
+
+    whole, answers, _ = asyncio.run(timed(None))
+    assert len(answers) == 32 and max(c.usage.output_tokens for c in answers) > 100  # a long batch to interrupt
+    spent, partial, cancelled = asyncio.run(timed(min(0.3, whole / 10)))
+    assert cancelled and partial == []  # nothing cut short comes out (it would be cached as an answer)
+    assert spent < whole / 3, f"cancelled after {spent:.2f}s; the whole batch takes {whole:.2f}s"

@@ -11,7 +11,9 @@ import pytest
 from harness.cli import main as cli
 from harness.cli.batches import batches_parser
 from harness.cli.errors import errors_parser
-from harness.cli.options import COMMAND_HELP, HelpFormatter, run_parser
+from harness.cli.options import COMMAND_HELP, run_parser
+from harness.cli.parser import HelpFormatter
+from harness.cli.report_cmd import report_parser
 from tests.conftest import ROOT
 
 PARSERS = {
@@ -19,7 +21,7 @@ PARSERS = {
     "extract": cli.extract_parser,
     "data-report": cli.data_report_parser,
     "overlap": cli.overlap_parser,
-    "report": cli.report_parser,
+    "report": report_parser,
     "compare": cli.compare_parser,
     "batches": batches_parser,
     "errors": errors_parser,

@@ -177,3 +177,48 @@ def test_the_sample_browser_in_a_real_browser(tmp_path: Path) -> None:
     if os.environ.get("REPORT_SCREENSHOTS"):  # to look at them: REPORT_SCREENSHOTS=dir pytest ...
         for name in ("index.png", "samples.png"):
             shutil.copy(tmp_path / name, Path(os.environ["REPORT_SCREENSHOTS"]) / name)
+
+
+def test_a_three_k_csts_table_fits_a_1400px_window(tmp_path: Path) -> None:
+    """Deshpande et al.'s layout (k = 0, 2, 4, six columns each) with a long hub id must not need a scrollbar."""
+    from playwright.sync_api import sync_playwright
+
+    executable = _browser()
+    results = tmp_path / "results"
+    runs = [
+        make_run(results, f"{m[:4]}-{instr}-{k}", model=m, instr=instr, shots=k, n=n, invalid_every=7)
+        for m, n in (("gpt-4", 2834), ("Qwen/Qwen2.5-7B-Instruct", 40))
+        for instr in ("none", "short", "long")
+        for k in (0, 2, 4)
+    ]
+    out = write_report(runs, tmp_path / "report")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto((out / "index.html").as_uri())
+        table = page.eval_on_selector("table.layout", "t => [t.scrollWidth, t.parentElement.clientWidth]")
+        page.screenshot(path=str(tmp_path / "table.png"))
+        browser.close()
+    width, room = table
+    assert width <= room, f"the table is {width}px wide in {room}px"
+
+
+def test_a_shareable_report_has_the_same_tables_and_no_csts_text(tmp_path: Path) -> None:
+    from harness.cli.main import main
+
+    results = tmp_path / "results"
+    csts = make_run(results, "csts", model="gpt-4o", n=40, outputs={3: "Sentence 1: an echoed C-STS sentence"})
+    stsb = make_run(results, "stsb", model="gpt-4o", dataset="stsb", n=40)
+    assert main(["report", str(csts), str(stsb), "--out", str(tmp_path / "full")]) == 0
+    assert main(["report", str(csts), str(stsb), "--out", str(tmp_path / "shared"), "--shareable"]) == 0
+    full, shared = tmp_path / "full", tmp_path / "shared"
+    assert "an echoed C-STS sentence" in (full / "index.html").read_text()
+    for path in shared.iterdir():
+        if path.suffix in (".html", ".md", ".csv", ".tex"):
+            text = path.read_text()
+            assert "an echoed C-STS sentence" not in text, path.name
+    page = (shared / "index.html").read_text()
+    assert "C-STS text left out" in page
+    assert page.count("Synthetic prompt for item") == 40  # the STS-B run's prompts stay (its licence allows sharing)
+    for name in ("table_csts-validation.md", "table_stsb-validation.md", "runs.csv"):
+        assert (shared / name).read_text() == (full / name).read_text()

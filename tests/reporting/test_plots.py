@@ -55,3 +55,16 @@ def test_saved_pixels_are_those_of_savefig_tight(tmp_path: Path) -> None:
         assert _save(make(table), tmp_path / "ours.png") == [tmp_path / "ours.png"]
         ours, theirs = (np.asarray(Image.open(tmp_path / f)) for f in ("ours.png", "tight.png"))
         assert ours.shape == theirs.shape and (ours == theirs).all()
+
+
+def test_a_lone_k_shows_its_interval_as_a_bar(tmp_path: Path) -> None:
+    """One k: a shaded band over a single x has no width, so the point alone would hide its CI."""
+    from matplotlib.collections import LineCollection
+
+    table = build_table([make_run(tmp_path, "one", model="m", dataset="stsb", shots=2)], n_bootstrap=50)
+    row = table.iloc[0]
+    assert row["spearman_lo"] < row["spearman"] < row["spearman_hi"]
+    ax = spearman_figure(table).axes[0]  # type: ignore[union-attr]
+    bars = [c for c in ax.collections if isinstance(c, LineCollection)]
+    (segment,) = bars[0].get_segments()
+    assert [tuple(p) for p in segment] == [(2.0, row["spearman_lo"]), (2.0, row["spearman_hi"])]

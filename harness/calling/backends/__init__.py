@@ -6,9 +6,12 @@ harness/variants/validate.py), pricing, --batch and provenance read the line; no
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol, cast
 
 from harness.calling.backends.base import Backend, api_key
@@ -126,10 +129,19 @@ def backend_for(model: str, base_urls: Sequence[str] = ()) -> str:
             return name
     if base_urls:
         return "openai"
+    close = difflib.get_close_matches(model.lower(), known_model_names(), n=1, cutoff=0.7)
+    hint = f"did you mean {close[0]!r}? " if close else ""
     raise HarnessError(
-        f"unknown model {model!r}: pass --backend ({', '.join(BACKENDS)}) to say how to reach it, "
+        f"unknown model {model!r}: {hint}pass --backend ({', '.join(BACKENDS)}) to say how to reach it, "
         f"or use an offline baseline ({', '.join(OFFLINE_MODELS)}) or a packaged model ({', '.join(KNOWN_MODELS)})"
     )
+
+
+def known_model_names() -> list[str]:
+    """Names a typo is matched against: baselines, packaged models and the package price table's API models."""
+    # harness/calling/pricing.py PRICES_FILE, read here without importing pricing (it imports this package)
+    priced = json.loads((Path(__file__).parents[2] / "data" / "prices.json").read_text(encoding="utf-8"))["models"]
+    return [*OFFLINE_MODELS, *KNOWN_MODELS, *priced]
 
 
 def backend_name(config: RunConfig) -> str:

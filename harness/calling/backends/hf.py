@@ -11,6 +11,7 @@ the reply is the integer greedy decoding prefers among them.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,18 +188,23 @@ class HFBackend(LocalBackend):
             else:
                 items.append(item)
         items.sort(key=lambda it: -len(it.ids))
+        # generate runs in a worker thread, so Ctrl-C (asyncio cancels the run's task) reaches us at once and sets
+        # `stop`: the batch in flight ends after its current token, its cut-short answers dropped, never cached.
+        stop = threading.Event()
         start = 0
-        while start < len(items):
-            assert self.batch_size is not None
-            batch = items[start : start + self.batch_size]
-            for completion in self._run_batch(batch):
-                yield completion
-            start += len(batch)
-            await asyncio.sleep(0)  # generate blocks; let the dispatcher record this batch before the next
-
-    def _run_batch(self, batch: list[_Item]) -> list[Completion]:
         try:
-            return self._generate(batch)
+            while start < len(items):
+                assert self.batch_size is not None
+                batch = items[start : start + self.batch_size]
+                for completion in await asyncio.to_thread(self._run_batch, batch, stop):
+                    yield completion
+                start += len(batch)
+        finally:
+            stop.set()
+
+    def _run_batch(self, batch: list[_Item], stop: threading.Event) -> list[Completion]:
+        try:
+            return self._generate(batch, stop)
         except self.torch.cuda.OutOfMemoryError:
             if self.options.batch_size is not None or len(batch) == 1:
                 raise HarnessError(
@@ -208,12 +214,12 @@ class HFBackend(LocalBackend):
             self.torch.cuda.empty_cache()
             half = len(batch) // 2
             self.batch_size = half
-            return self._run_batch(batch[:half]) + self._run_batch(batch[half:])
+            return self._run_batch(batch[:half], stop) + self._run_batch(batch[half:], stop)
         except RuntimeError as e:
             message = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
             return [Completion(it.request.id, None, error=message) for it in batch]
 
-    def _generate(self, batch: list[_Item]) -> list[Completion]:
+    def _generate(self, batch: list[_Item], stop: threading.Event) -> list[Completion]:
         torch, lm = self.torch, self.load()
         width = max(len(it.ids) for it in batch)
         pad = lm.tokenizer.pad_token_id
@@ -239,7 +245,10 @@ class HFBackend(LocalBackend):
                 return_dict_in_generate=True,
                 output_logits=self.expected,  # raw logits, before any logits processor of generation_config
                 prefix_allowed_tokens_fn=self._allowed(lm, width) if self.constrain is not None else None,
+                stopping_criteria=[_Interrupted(stop, torch)],
             )
+        if stop.is_set():
+            return []  # interrupted: the outputs are cut short, and the run is being cancelled anyway
         sequences = out.sequences
         probs = self._first_position_probs(out.logits[0], lm) if self.expected else [None] * len(batch)
         # Encoder-decoder output starts with the decoder start token; decoder-only output repeats the prompt.
@@ -280,6 +289,18 @@ class HFBackend(LocalBackend):
                 sums[score] = sums.get(score, 0.0) + p
             rows.append(sums)
         return rows
+
+
+class _Interrupted:
+    """A transformers stopping criterion (called after every generated token): every row is done once `stop` is set."""
+
+    def __init__(self, stop: threading.Event, torch: Any) -> None:
+        self.stop, self.torch = stop, torch
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        return self.torch.full(
+            (input_ids.shape[0],), self.stop.is_set(), dtype=self.torch.bool, device=input_ids.device
+        )
 
 
 def _score_tokens(tokenizer: Any) -> dict[int, str]:

@@ -18,6 +18,13 @@ _QUERY = re.compile(r"(?:Sentence|Answer) 1:\s*(.*?)\s*(?:Sentence|Answer) 2:\s*
 _FIRST, _SECOND, _END = ("Sentence 1:", "Answer 1:"), ("Sentence 2:", "Answer 2:"), ("Condition:", "Output:")
 _WORD = re.compile(r"[a-z0-9]+")
 OFFLINE_MODELS = ("random", "overlap")
+# Said wherever a baseline's numbers are shown (the run's lines, a sweep's cell lines, the report's tables): its
+# invalid rate reads like a model's failure but is how the baseline is built.
+BASELINE_NOTES = {
+    "random": "the random baseline replies with no number by design, so every reply is invalid (100 %) and every "
+    "prediction is the seeded uniform fallback draw: the floor a model's fallback alone would score",
+    "overlap": "the overlap baseline is word overlap of the two sentences (no language model, no condition read)",
+}
 
 
 def query_pair(prompt: str) -> tuple[str, str] | None:

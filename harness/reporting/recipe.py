@@ -1,0 +1,69 @@
+"""A paper's table with the user's runs beside it: what `run_eval.py --config <recipe> --model M` prints last.
+
+Rows are the paper's models (its numbers as printed) and the user's models (recomputed from the run folders);
+columns are the table's settings (instruction, k, and the variant where the table has several). Our cells carry
+n and the invalid rate, so a run over part of the split is never read as the paper's whole-split number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.reporting.published import SPLIT_SIZES, Published
+from harness.results.read import load_run
+
+INSTR_ORDER = {"none": 0, "short": 1, "long": 2}
+Column = tuple[str, int, str]  # (instruction, k, variant)
+
+
+def _column_name(col: Column, variants: int) -> str:
+    instr, k, variant = col
+    return f"{instr} k={k}" + (f" {variant}" if variants > 1 else "")
+
+
+def _ours(run_dir: Path) -> tuple[str, Column, str]:
+    run = load_run(run_dir)
+    m = run.stored_metrics
+    col = (run.instr, int(run.config["shots"]), run.variant)
+    full = SPLIT_SIZES.get((run.config["dataset"], run.split, run.labels))
+    n = m.get("n")
+    if run.dry_run:
+        cell = "dry run"
+    elif m.get("spearman") is None:
+        cell = f"– ({m.get('spearman_note') or 'no correlation'})"
+    else:
+        partial = f", n={n:,}" if n is not None and n != full else ""
+        cell = f"{m['spearman']:.2f} (inv {m.get('invalid_pct', 0):.1f}%{partial})"
+    return str(run.config["model"]), col, cell
+
+
+def recipe_table(source: str, run_dirs: Sequence[Path], published: Sequence[Published]) -> str:
+    """Markdown: the paper's rows of `source` and one row per model of ours, Spearman ×100 (invalid %)."""
+    rows = [p for p in published if p.source == source]
+    cols: list[Column] = sorted(
+        {(p.instr, p.shots, p.variant) for p in rows}, key=lambda c: (c[2], INSTR_ORDER.get(c[0], 9), c[1])
+    )
+    variants = len({c[2] for c in cols})
+    table: dict[str, dict[Column, str]] = {}
+    for p in rows:
+        spearman = "–" if p.spearman is None else f"{p.spearman:.2f}"
+        invalid = "" if p.invalid_pct is None else f" (inv {p.invalid_pct:.1f}%)"
+        table.setdefault(f"{p.model} (paper)", {})[(p.instr, p.shots, p.variant)] = spearman + invalid
+    for run_dir in run_dirs:
+        model, col, cell = _ours(run_dir)
+        if col not in cols:
+            cols.append(col)
+        table.setdefault(f"**{model}** (yours)", {})[col] = cell
+    header = ["model", *(_column_name(c, variants) for c in cols)]
+    lines = [f"## {source}: Spearman ×100 (invalid %)", "", "| " + " | ".join(header) + " |"]
+    lines.append("|---|" + "---:|" * len(cols))
+    for name, cells in table.items():
+        lines.append("| " + " | ".join([name, *(cells.get(c, "") for c in cols)]) + " |")
+    lines += [
+        "",
+        "Paper rows as published; yours recomputed from the run folders. A cell with n= covers part of the "
+        "paper's split, so it is not comparable with the paper's number (the report's *Published numbers* "
+        "section says why for each run).",
+    ]
+    return "\n".join(lines) + "\n"
