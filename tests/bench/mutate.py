@@ -1,16 +1,12 @@
 """Mutation testing of the pure modules: does each module's own test file notice a small change to its code?
 
-    python tests/bench/mutate.py                       # every module, at most 40 mutants each
-    python tests/bench/mutate.py --max 0               # every mutant (slow: an hour or more on 2 cores)
-    python tests/bench/mutate.py --module stats --max 20 --seed 3
+    python tests/bench/mutate.py [--module stats] [--max 40] [--seed 0]   # --max 0: every mutant (an hour+)
 
-Our own AST mutator, not mutmut or cosmic-ray: mutmut 3 rewrites the package into its own `mutants/` layout
-(trampolines around every function, its own test runner) and took minutes per module here; cosmic-ray needs a
-session database and a config file per module. Here a mutant is one node of the module's syntax tree changed,
-the module written back with `ast.unparse` into a scratch copy of the repository, and the module's mirrored test
-files run with `pytest -x` under a timeout. About 200 lines, no dependency, and the mutants are the ones the
-project cares about:
-
+Our own AST mutator, not mutmut or cosmic-ray (not measured here): mutmut 3 copies the package into its own
+`mutants/` layout with trampolines around every function and drives its own runner, and cosmic-ray needs a
+session database and a config per module. Here a mutant is one node of a module's syntax tree changed and
+written back with `ast.unparse` into a scratch copy of the repository; the module's mirrored test files run
+with `pytest -x` in a fork of a process that has numpy, scipy and pandas loaded already, under a timeout:
 - comparisons flipped at their boundary (< ↔ <=, > ↔ >=, == ↔ !=, in ↔ not in, is ↔ is not);
 - arithmetic swapped (+ ↔ -, * ↔ /, // → /, ** → *, % → //), also in augmented assignments;
 - numeric constants moved by ±1, True ↔ False;
