@@ -52,7 +52,7 @@ def expected_score(probs: Mapping[str, float], label_range: tuple[float, float])
     """(probability-weighted mean over the integer scores in the range, their total probability before
     renormalising), or None when no valid score token got any probability (possible only with a top-k list)."""
     lo, hi = label_range
-    valid = {int(k): p for k, p in probs.items() if lo <= int(k) <= hi and p > 0}
+    valid = {int(k): p for k, p in probs.items() if lo <= int(k) <= hi}  # a token of probability 0 adds nothing
     mass = sum(valid.values())
     if mass <= 0:
         return None

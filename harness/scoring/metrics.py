@@ -41,10 +41,8 @@ def pearson(x: ArrayLike, y: ArrayLike) -> float | None:
 
 def spearman(x: ArrayLike, y: ArrayLike) -> float | None:
     """Spearman rho ×100 (Pearson of average ranks); None when undefined."""
-    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if len(a) < 2:
-        return None
-    return pearson(_rank(a), _rank(b))
+    # Fewer than two items: pearson says None (ranking zero or one item is harmless).
+    return pearson(_rank(np.asarray(x, dtype=float)), _rank(np.asarray(y, dtype=float)))
 
 
 MIN_N = 30  # below this a correlation is flagged with its n: its 95% CI spans tens of points

@@ -1,16 +1,12 @@
 """Mutation testing of the pure modules: does each module's own test file notice a small change to its code?
 
-    python tests/bench/mutate.py                       # every module, at most 40 mutants each
-    python tests/bench/mutate.py --max 0               # every mutant (slow: an hour or more on 2 cores)
-    python tests/bench/mutate.py --module stats --max 20 --seed 3
+    python tests/bench/mutate.py [--module stats] [--max 40] [--seed 0]   # --max 0: every mutant (an hour+)
 
-Our own AST mutator, not mutmut or cosmic-ray: mutmut 3 rewrites the package into its own `mutants/` layout
-(trampolines around every function, its own test runner) and took minutes per module here; cosmic-ray needs a
-session database and a config file per module. Here a mutant is one node of the module's syntax tree changed,
-the module written back with `ast.unparse` into a scratch copy of the repository, and the module's mirrored test
-files run with `pytest -x` under a timeout. About 200 lines, no dependency, and the mutants are the ones the
-project cares about:
-
+Our own AST mutator, not mutmut or cosmic-ray (not measured here): mutmut 3 copies the package into its own
+`mutants/` layout with trampolines around every function and drives its own runner, and cosmic-ray needs a
+session database and a config per module. Here a mutant is one node of a module's syntax tree changed and
+written back with `ast.unparse` into a scratch copy of the repository; the module's mirrored test files run
+with `pytest -x` in a fork of a process that has numpy, scipy and pandas loaded already, under a timeout:
 - comparisons flipped at their boundary (< ↔ <=, > ↔ >=, == ↔ !=, in ↔ not in, is ↔ is not);
 - arithmetic swapped (+ ↔ -, * ↔ /, // → /, ** → *, % → //), also in augmented assignments;
 - numeric constants moved by ±1, True ↔ False;
@@ -27,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import os
 import random
 import shutil
@@ -61,26 +58,13 @@ MODULES: dict[str, list[str]] = {
 }
 
 _COMPARE = {
-    ast.Lt: ast.LtE,
-    ast.LtE: ast.Lt,
-    ast.Gt: ast.GtE,
-    ast.GtE: ast.Gt,
-    ast.Eq: ast.NotEq,
-    ast.NotEq: ast.Eq,
-    ast.In: ast.NotIn,
-    ast.NotIn: ast.In,
-    ast.Is: ast.IsNot,
-    ast.IsNot: ast.Is,
-}
+    ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
+}  # fmt: skip
 _BINOP = {
-    ast.Add: ast.Sub,
-    ast.Sub: ast.Add,
-    ast.Mult: ast.Div,
-    ast.Div: ast.Mult,
-    ast.FloorDiv: ast.Div,
-    ast.Pow: ast.Mult,
-    ast.Mod: ast.FloorDiv,
-}
+    ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.FloorDiv: ast.Div,
+    ast.Pow: ast.Mult, ast.Mod: ast.FloorDiv,
+}  # fmt: skip
 _SYMBOL = {
     ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=", ast.In: "in",
     ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not", ast.Add: "+", ast.Sub: "-", ast.Mult: "*",
@@ -168,31 +152,25 @@ def mutants_of(module: str, source: str) -> list[Mutant]:
 def apply(source: str, m: Mutant) -> str:
     """The module's source with mutant m applied."""
     tree = ast.parse(source)
-    node = list(ast.walk(tree))[m.index]
-    if m.kind == "compare":
-        assert isinstance(node, ast.Compare)
-        node.ops[m.arg] = _COMPARE[type(node.ops[m.arg])]()
-    elif m.kind == "binop":
-        assert isinstance(node, ast.BinOp | ast.AugAssign)
-        node.op = _BINOP[type(node.op)]()
-    elif m.kind == "boolop":
-        assert isinstance(node, ast.BoolOp)
-        node.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
-    elif m.kind == "unary":
-        assert isinstance(node, ast.UnaryOp)
-        if isinstance(node.op, ast.Not):
+    match m.kind, list(ast.walk(tree))[m.index]:
+        case "compare", ast.Compare() as node:
+            node.ops[m.arg] = _COMPARE[type(node.ops[m.arg])]()
+        case "binop", ast.BinOp() | ast.AugAssign() as node:
+            node.op = _BINOP[type(node.op)]()
+        case "boolop", ast.BoolOp() as node:
+            node.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        case "unary", ast.UnaryOp(op=ast.Not()) as node:
             node.operand = ast.UnaryOp(ast.Not(), node.operand)  # `not not x`: x's truth, as `if x` reads it
-        else:
+        case "unary", ast.UnaryOp() as node:
             node.op = ast.UAdd()  # `+x` is x for numbers
-    elif m.kind == "bool":
-        assert isinstance(node, ast.Constant)
-        node.value = not node.value
-    elif m.kind == "number":
-        assert isinstance(node, ast.Constant)
-        node.value = node.value + m.arg
-    elif m.kind == "swap":
-        assert isinstance(node, ast.Call)
-        node.args[0], node.args[1] = node.args[1], node.args[0]
+        case "bool", ast.Constant() as node:
+            node.value = not node.value
+        case "number", ast.Constant() as node:
+            node.value = node.value + m.arg
+        case "swap", ast.Call() as node:
+            node.args[0], node.args[1] = node.args[1], node.args[0]
+        case _:
+            raise AssertionError(m)
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
@@ -200,10 +178,8 @@ def _preload() -> None:
     """Import, once, the heavy libraries the tests use (never harness itself): each mutant's pytest then runs in a
     fork of this process, saving an interpreter start and a few seconds of imports per mutant."""
     sys.dont_write_bytecode = True  # a mutated module is always read from its source, never from a stale .pyc
-    import numpy  # noqa: F401
-    import pandas  # noqa: F401
-    import pytest  # noqa: F401
-    import scipy.stats  # noqa: F401
+    for name in ("numpy", "pandas", "pytest", "scipy.stats", "jinja2"):
+        importlib.import_module(name)
 
 
 _CHILD = 0  # the forked test run in progress, killed with us
@@ -246,6 +222,31 @@ def run_tests(scratch: Path, tests: list[str], timeout: float, log: Path | None 
         time.sleep(0.05)
 
 
+def _survivors(
+    scratch: Path, module: str, source: str, mutants: list[Mutant], tests: list[str], timeout: float
+) -> tuple[list[Mutant] | None, float]:
+    """The mutants the module's tests let pass (all of them without tests; None when the tests fail unmutated)
+    and how long the unmutated tests took. The module is restored afterwards."""
+    if not tests:
+        return mutants, 0.0
+    target = scratch / module
+    target.write_text(ast.unparse(ast.parse(source)))  # the baseline goes through unparse too
+    start = time.monotonic()
+    baseline = run_tests(scratch, tests, 600, scratch / "baseline.log")
+    took = time.monotonic() - start
+    if baseline != "passed":
+        tail = (scratch / "baseline.log").read_text(errors="replace").splitlines()[-15:]
+        print(f"{module}: its tests do not pass unmutated ({baseline}); skipped", *tail, sep="\n", flush=True)
+        return None, took
+    survivors = []
+    for m in mutants:
+        target.write_text(apply(source, m))
+        if run_tests(scratch, tests, timeout or 3 * took + 5) == "passed":
+            survivors.append(m)
+    target.write_text(source)
+    return survivors, took
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--module", action="append", help="a substring of a module path (repeatable); default all")
@@ -280,34 +281,14 @@ def main() -> int:
                 for m in mutants:
                     print(f"{module}:{m.line}: {m.text}")
                 continue
-            if not tests:  # no mirrored tests: nothing can kill a mutant
-                print(f"{module}: 0/{len(mutants)} killed (0%), no mirrored test file", flush=True)
-                for m in mutants:
-                    print(f"  survived {module}:{m.line}: {m.text}", flush=True)
-                total += len(mutants)
+            survivors, took = _survivors(scratch, module, source, mutants, tests, args.timeout)
+            if survivors is None:
                 continue
-            target = scratch / module
-            target.write_text(ast.unparse(ast.parse(source)))  # the baseline goes through unparse too
-            start = time.monotonic()
-            baseline = run_tests(scratch, tests, 600, scratch / "baseline.log")
-            took = time.monotonic() - start
-            if baseline != "passed":
-                tail = (scratch / "baseline.log").read_text(errors="replace").splitlines()[-15:]
-                print(f"{module}: its tests do not pass unmutated ({baseline}); skipped", *tail, sep="\n", flush=True)
-                continue
-            timeout = args.timeout or 3 * took + 5
-            survivors, killed = [], 0
-            for m in mutants:
-                target.write_text(apply(source, m))
-                outcome = run_tests(scratch, tests, timeout)
-                if outcome == "passed":
-                    survivors.append(m)
-                else:
-                    killed += 1
-            target.write_text(source)
+            killed = len(mutants) - len(survivors)
             total_killed, total = total_killed + killed, total + len(mutants)
             rate = 100.0 * killed / len(mutants) if mutants else 100.0
-            print(f"{module}: {killed}/{len(mutants)} killed ({rate:.0f}%), tests {took:.1f}s", flush=True)
+            how = f"tests {took:.1f}s" if tests else "no mirrored test file"
+            print(f"{module}: {killed}/{len(mutants)} killed ({rate:.0f}%), {how}", flush=True)
             for m in survivors:
                 print(f"  survived {module}:{m.line}: {m.text}", flush=True)
     if total:

@@ -250,8 +250,8 @@ def test_intervals_do_not_depend_on_the_scale_of_the_scores() -> None:
     'undefined' because a variance is small in absolute terms."""
     pred, gold = _data(60, 1.2, 13)
     base = bootstrap_ci(pred, gold, None, n_resamples=100, seed=1)
-    for scale in (1e-12, 1e9):
-        scaled = bootstrap_ci(pred * scale, gold, None, n_resamples=100, seed=1)
+    for scale_pred, scale_gold in ((1e-12, 1.0), (1.0, 1e-12), (1e9, 1e-9)):
+        scaled = bootstrap_ci(pred * scale_pred, gold * scale_gold, None, n_resamples=100, seed=1)
         for name in ("spearman", "pearson"):
             got, want = scaled[name], base[name]
             assert (got.estimate, got.low, got.high) == pytest.approx((want.estimate, want.low, want.high), rel=1e-9)
