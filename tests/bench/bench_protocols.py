@@ -3,7 +3,9 @@
 Backends: `hf` in process (the Q4_1 GGUF dequantised to float32), `transformers serve` on that float32 folder, and
 llama.cpp's server (llama-cpp-python) on the Q4_1 GGUF itself. Protocols: parsed and expected (one
 `--scoring expected` run) and constrained (`--constrain`; `--constrain grammar` for llama.cpp, whose Python
-server reads no json_schema). Every run goes through the harness (`run_eval.py` main), chat template on, cache off.
+server reads no json_schema). Every run goes through the harness (`run_eval.py` main), cache off, with 2 shots and
+the short instruction (zero-shot, SmolLM2 rewrites the sentences instead of rating them, and the score tokens get
+under 1% of the first token's probability: nothing to compare). Raw prompts by default (`--chat` to wrap them).
 
 Tolerance for expected scores, hf vs llama.cpp: both use the same weights (the dequantised Q4_1 values are exact),
 but llama.cpp multiplies them with activations quantised to 8 bits per block of 32 (Q8_1, the vec_dot type of
@@ -20,6 +22,7 @@ import argparse
 import contextlib
 import io
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -47,9 +50,11 @@ def run(args: list[str], results: Path, run_id: str) -> list[dict[str, Any]]:
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             rc = main([*args, "--results-dir", str(results), "--run-id", run_id, "--no-progress", "--no-cache"])
-        print(f"{run_id}: exit {rc} in {time.perf_counter() - start:.0f} s")
+        if rc == 130:  # Ctrl-C inside the run: stop the bench too (the servers' context managers stop them)
+            raise KeyboardInterrupt
+        print(f"{run_id}: exit {rc} in {time.perf_counter() - start:.0f} s", flush=True)
         lines = [x for x in out.getvalue().splitlines() if x.startswith(("note", "expected", "n="))]
-        print("  " + "\n  ".join(lines))
+        print("  " + "\n  ".join(lines), flush=True)
     return [json.loads(x) for x in (folder / "samples.jsonl").read_text().splitlines()]
 
 
@@ -112,14 +117,24 @@ def main_bench() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--work", type=Path, required=True, help="folder for run folders and server logs (reused)")
-    p.add_argument("--only", default="hf,serve,llama")
+    p.add_argument("--only", default="llama,hf,serve")
+    p.add_argument("--chat", action="store_true", help="wrap prompts in the chat template (default: raw)")
+    p.add_argument("--json-schema", action="store_true", help="also --constrain (json_schema) on llama.cpp")
     a = p.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwinds, so a server's context manager stops it
     chosen = a.only.split(",")
-    base = ["--dataset", "stsb", "--limit", str(a.n), "--chat"]
+    base = ["--dataset", "stsb", "--limit", str(a.n), "--shots", "2", "--instr", "short"] + (["--chat"] * a.chat)
     folder = local_models.model_dir(MODEL)
     gguf = local_models.gguf_path(local_models.KNOWN_MODELS[MODEL])
     res = a.work / "runs"
     runs: dict[str, list[dict[str, Any]]] = {}
+    if "llama" in chosen:
+        with llama_cpp_server(gguf, a.work / "llama") as server:
+            api = ["--backend", "openai", "--model", ALIAS, "--base-url", server.base_url, "--concurrency", "1"]
+            runs["llama-expected"] = run([*api, *base, "--scoring", "expected"], res, "llama-expected")
+            runs["llama-constrained"] = run([*api, *base, "--constrain", "grammar"], res, "llama-constrained")
+            if a.json_schema:  # llama-cpp-python reads no json_schema response format: shows the constraint ignored
+                runs["llama-json-schema"] = run([*api, *base, "--constrain"], res, "llama-json-schema")
     if "hf" in chosen:
         hf = ["--model", MODEL, "--backend", "hf"]
         runs["hf-expected"] = run([*hf, *base, "--scoring", "expected"], res, "hf-expected")
@@ -129,13 +144,8 @@ def main_bench() -> int:
             api = ["--backend", "openai", "--model", str(folder), "--base-url", server.base_url, "--concurrency", "2"]
             runs["serve-expected"] = run([*api, *base, "--scoring", "expected"], res, "serve-expected")
             runs["serve-constrained"] = run([*api, *base, "--constrain"], res, "serve-constrained")
-    if "llama" in chosen:
-        with llama_cpp_server(gguf, a.work / "llama") as server:
-            api = ["--backend", "openai", "--model", ALIAS, "--base-url", server.base_url, "--concurrency", "1"]
-            runs["llama-expected"] = run([*api, *base, "--scoring", "expected"], res, "llama-expected")
-            runs["llama-constrained"] = run([*api, *base, "--constrain", "grammar"], res, "llama-constrained")
-            runs["llama-json-schema"] = run([*api, *base, "--constrain"], res, "llama-json-schema")
-    print(f"\n## Per run (STS-B validation, first {a.n} items, chat template)\n")
+    mode = "chat" if a.chat else "raw"
+    print(f"\n## Per run (STS-B validation, first {a.n} items, k=2, short instruction, {mode})\n")
     print("| run | n | invalid % | Spearman | n_expected | no logprobs | missing | Spearman expected | mass |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in runs:

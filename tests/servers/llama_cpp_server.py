@@ -33,8 +33,10 @@ requires_llama_cpp = pytest.mark.skipif(
 
 
 @contextlib.contextmanager
-def llama_cpp_server(gguf: Path, workdir: Path, threads: int = 2, n_ctx: int = 2048) -> Iterator[Server]:
-    """`python -m llama_cpp.server --model GGUF` on a free port (logits kept for log-probabilities); stopped on exit."""
+def llama_cpp_server(gguf: Path, workdir: Path, threads: int = 1, n_ctx: int = 2048) -> Iterator[Server]:
+    """`python -m llama_cpp.server --model GGUF` on a free port (logits kept for log-probabilities); stopped on exit.
+    One thread by default: llama.cpp's threads spin while they wait, which on a shared, loaded machine costs far more
+    than the second core gives."""
     port = free_port()
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / f"llama-{port}.log"
