@@ -97,7 +97,9 @@ def test_cancelled_batch_keeps_its_finished_part_and_batch_wait_0_exits_4(
 def test_anthropic_batch_wait_then_resume_submits_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with FakeBatchServer(batch_delay=0.5) as server:
         assert main(args(server, "anthropic", tmp_path, *BATCH, "--batch-wait", "0.1")) == 4
-        assert main(args(server, "anthropic", tmp_path, *BATCH, "--batch-wait", "0")) in (0, 4)
+        # On a busy machine the 0.5 s batch may have ended by now: then this run collects it and writes its folder.
+        second = main(args(server, "anthropic", tmp_path, *BATCH, "--batch-wait", "0"))
+        assert second in (0, 4)
         assert main(args(server, "anthropic", tmp_path, *BATCH)) == 0
 
         async def listed() -> list[str]:
@@ -106,7 +108,7 @@ def test_anthropic_batch_wait_then_resume_submits_once(tmp_path: Path, capsys: p
 
         assert len(asyncio.run(listed())) == 1
     assert set(server.submitted.values()) == {1} and len(server.submitted) == 20
-    assert len(run_dirs(tmp_path)) == 1
+    assert len(run_dirs(tmp_path)) == (2 if second == 0 else 1)  # one folder per run that finished
 
 
 def test_progress_shows_status_counts_elapsed_and_next_poll(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
