@@ -14,6 +14,7 @@ DOCS_OPTIONS = Path(__file__).parents[2] / "docs" / "options.md"
 
 def _parsers() -> list[tuple[str, Parser]]:
     from harness.cli.batches import batches_parser
+    from harness.cli.errors import errors_parser
     from harness.cli.main import compare_parser, data_report_parser, extract_parser, overlap_parser
     from harness.cli.options import run_parser
     from harness.cli.report_cmd import report_parser
@@ -26,6 +27,7 @@ def _parsers() -> list[tuple[str, Parser]]:
         ("report", report_parser()),
         ("compare", compare_parser()),
         ("batches", batches_parser()),
+        ("errors", errors_parser()),
     ]
 
 
@@ -40,6 +42,14 @@ def _default(action: argparse.Action) -> str:
     return f"`{default}`"
 
 
+def _expand(action: argparse.Action) -> str:
+    """The help text as --help prints it: %(default)g, %(choices)s and %% filled in by argparse's own rule."""
+    params = {k: v for k, v in vars(action).items() if v is not argparse.SUPPRESS}
+    if params.get("choices") is not None:
+        params["choices"] = ", ".join(map(str, params["choices"]))
+    return (action.help or "") % (params | {"prog": "run_eval.py"})
+
+
 def _row(option: Option) -> str:
     action = option.action
     metavar = action.metavar or (action.dest.upper() if option.kind in ("store", "append") else "")
@@ -48,7 +58,7 @@ def _row(option: Option) -> str:
     value = f" {metavar}" if metavar and option.kind in ("store", "append") else ""
     names = ", ".join(f"`{s}{value}`" for s in action.option_strings)
     choices = action.choices or getattr(action.type, "choices", ())
-    help_text = (action.help or "").replace("%(default)s", str(action.default))
+    help_text = _expand(action)
     if choices and "{" not in value:
         help_text += f" (one of: {', '.join(map(str, choices))})"
     return f"| {_cell(names)} | {_default(action)} | {_cell(help_text)} |"

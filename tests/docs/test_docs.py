@@ -31,6 +31,7 @@ ALLOWED = {  # a line matching the pattern is not run, for the reason given
     r"\btransformers serve\b": "starts a real server: tests/calling/test_real_server.py does exactly this",
     r"^python run_eval.py batches\b": "lists what --batch sent; dry runs send none (tests/calling/test_batch_run.py)",
     r"--answers results/": "needs an earlier qa run's answers.jsonl, which a dry run does not write",
+    r"^python run_eval.py errors\b": "needs a qa run's answers.jsonl: tests/variants/test_error_id_run.py runs it",
 }
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 
