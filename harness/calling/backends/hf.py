@@ -257,8 +257,7 @@ class _Interrupted:
         self.stop, self.torch = stop, torch
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-        done = self.stop.is_set()
-        return self.torch.full((input_ids.shape[0],), done, dtype=self.torch.bool, device=input_ids.device)
+        return self.torch.full((len(input_ids),), self.stop.is_set(), dtype=self.torch.bool, device=input_ids.device)
 
 
 def _score_tokens(tokenizer: Any) -> dict[int, str]:
