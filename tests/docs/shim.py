@@ -1,13 +1,12 @@
 """`python` for the documentation's commands (tests/docs/test_docs.py puts it first on PATH).
 
 A `run_eval.py` (or `csts-eval`) command is run as written, except: a run that would call a model other than the
-offline baselines gets `--dry-run` (an API model costs money, a hub model is not here; SmolLM2 takes minutes on two
-busy cores, and tests/calling/test_real_model.py runs it for real: DOCS_REAL_MODELS=1 runs it here too, on 3
+offline baselines gets `--dry-run` (an API model costs money, a hub model is not here; SmolLM2 takes minutes on
+two busy cores, and tests/calling/test_real_model.py runs it for real: DOCS_REAL_MODELS=1 runs it here too, on 3
 queries); every run gets a small `--limit`; `path/to/csts.tar.enc` and `path/to/PASSWORD` become the shared
 archive and its password, which a C-STS run without data options also gets (the docs assume CSTS_DATA_DIR or
---archive for those).
-A command that needs C-STS, or SmolLM2's package, where they are missing is not run: it is written to the file in
-$DOCS_SKIPPED with the reason, and the test reports it. Any other python command runs unchanged.
+--archive for those). A command that needs C-STS, or SmolLM2's package, where they are missing is not run: it is
+written to the file in $DOCS_SKIPPED with the reason, and the test reports it. Other python commands run unchanged.
 """
 
 from __future__ import annotations

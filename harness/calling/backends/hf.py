@@ -188,8 +188,7 @@ class HFBackend(LocalBackend):
             else:
                 items.append(item)
         items.sort(key=lambda it: -len(it.ids))
-        # generate runs in a worker thread, so Ctrl-C (asyncio cancels the run's task) reaches us at once and sets
-        # `stop`: the batch in flight ends after its current token, its cut-short answers dropped, never cached.
+        # generate runs in a worker thread: Ctrl-C (the task cancelled) sets `stop` at once; see _Interrupted.
         stop = threading.Event()
         start = 0
         try:
@@ -292,15 +291,14 @@ class HFBackend(LocalBackend):
 
 
 class _Interrupted:
-    """A transformers stopping criterion (called after every generated token): every row is done once `stop` is set."""
+    """A transformers stopping criterion, called after every token: all rows are done once `stop` is set (Ctrl-C), so
+    the batch in flight ends after its current token; complete() drops its cut-short answers (never cached)."""
 
     def __init__(self, stop: threading.Event, torch: Any) -> None:
         self.stop, self.torch = stop, torch
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-        return self.torch.full(
-            (input_ids.shape[0],), self.stop.is_set(), dtype=self.torch.bool, device=input_ids.device
-        )
+        return self.torch.full((len(input_ids),), self.stop.is_set(), dtype=self.torch.bool, device=input_ids.device)
 
 
 def _score_tokens(tokenizer: Any) -> dict[int, str]:
