@@ -13,15 +13,22 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.calling.backends import chat_mode, constrain_scale, local_models
 from harness.calling.backends.base import LocalBackend
+from harness.calling.backends.hf_steps import Interrupted as _Interrupted
+from harness.calling.backends.hf_steps import Item as _Item
+from harness.calling.backends.hf_steps import Loaded as _Loaded
+from harness.calling.backends.hf_steps import finish_reason as _finish_reason
+from harness.calling.backends.hf_steps import has_accelerate as _has_accelerate
+from harness.calling.backends.hf_steps import refusal as _refusal
+from harness.calling.backends.hf_steps import score_tokens as _score_tokens
+from harness.calling.backends.hf_steps import torch_dtype as _torch_dtype
+from harness.calling.backends.hf_steps import until_eos as _until_eos
 from harness.calling.backends.thinking import Thinking, thinking_for, thinking_record
 from harness.config.settings import LocalOptions, RunConfig
-from harness.scoring.expected import score_token_value
 from harness.types import Completion, HarnessError, Request, Usage
 
 INSTALL_HINT = 'pip install -e ".[hf]"'
@@ -41,23 +48,6 @@ def require_hf() -> tuple[Any, Any]:
             f"the hf backend needs torch and transformers ({missing} is not installed): {INSTALL_HINT}"
         ) from None
     return torch, transformers
-
-
-@dataclass(frozen=True)
-class _Item:
-    request: Request
-    ids: list[int]
-
-
-@dataclass(frozen=True)
-class _Loaded:
-    model: Any
-    tokenizer: Any
-    device: Any
-    encoder_decoder: bool
-    max_positions: int | None  # decoder-only context length; None: no fixed limit (T5's relative positions)
-    eos_ids: frozenset[int]
-    score_tokens: dict[int, str]  # token id -> the integer it stands for ("4", " 4", "▁4" -> "4"); expected only
 
 
 def from_config(config: RunConfig) -> HFBackend:
@@ -266,7 +256,6 @@ class HFBackend(LocalBackend):
         """New tokens for a request: its answer's, and a reasoning run's thinking budget."""
         return self.thinking.max_tokens(request.max_tokens)
 
-
     def _allowed(self, lm: _Loaded, width: int) -> Any:
         """--constrain: transformers' prefix_allowed_tokens_fn. The first new token is one of the scale's integer
         tokens ("4", " 4", ...), the next the end of sequence: the reply is exactly one score."""
@@ -288,60 +277,3 @@ class HFBackend(LocalBackend):
                 sums[score] = sums.get(score, 0.0) + p
             rows.append(sums)
         return rows
-
-
-class _Interrupted:
-    """A transformers stopping criterion, called after every token: all rows are done once `stop` is set (Ctrl-C), so
-    the batch in flight ends after its current token; complete() drops its cut-short answers (never cached)."""
-
-    def __init__(self, stop: threading.Event, torch: Any) -> None:
-        self.stop, self.torch = stop, torch
-
-    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-        return self.torch.full((len(input_ids),), self.stop.is_set(), dtype=self.torch.bool, device=input_ids.device)
-
-
-def _score_tokens(tokenizer: Any) -> dict[int, str]:
-    """Every vocabulary entry that decodes to an integer 0-10 (any surrounding whitespace), by id."""
-    found = {}
-    for token_id in range(len(tokenizer)):
-        value = score_token_value(tokenizer.decode([token_id]))
-        if value is not None:
-            found[token_id] = str(value)
-    return found
-
-
-def _refusal(item: _Item, lm: _Loaded, budget: int) -> str | None:
-    """Why a request cannot be run (its prompt plus answer exceed a decoder-only model's context), or None."""
-    if item.request.temperature != 0:
-        return f"the hf backend decodes greedily only (temperature 0), got {item.request.temperature}"
-    if lm.max_positions is not None and len(item.ids) + budget > lm.max_positions:
-        return (
-            f"prompt of {len(item.ids)} tokens plus {budget} new ones exceeds the model's context of {lm.max_positions}"
-        )
-    return None
-
-
-def _until_eos(tokens: list[int], eos_ids: frozenset[int]) -> list[int]:
-    """Tokens up to and including the first end-of-sequence (what follows is padding)."""
-    for i, t in enumerate(tokens):
-        if t in eos_ids:
-            return tokens[: i + 1]
-    return tokens
-
-
-def _finish_reason(kept: list[int], max_tokens: int, eos_ids: frozenset[int]) -> str:
-    """As the API backends report it: "length" when the reply used its whole budget without ending (the parser's
-    `cut-off`), else "stop" (an end-of-sequence token, or a stop of the model's generation_config)."""
-    ended = bool(kept) and kept[-1] in eos_ids
-    return "length" if len(kept) >= max_tokens and not ended else "stop"
-
-
-def _torch_dtype(torch: Any, name: str) -> Any:
-    return "auto" if name == "auto" else getattr(torch, name)
-
-
-def _has_accelerate() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("accelerate") is not None
