@@ -77,7 +77,7 @@ def diffs(a: dict[str, float], b: dict[str, float]) -> str:
     )
 
 
-def simulated_q8(n_items: list[dict[str, Any]]) -> dict[str, float]:
+def simulated_q8(n_items: list[dict[str, Any]], chat: bool) -> dict[str, float]:
     """The hf model's expected scores with every Linear's input rounded to Q8_1 blocks (llama.cpp's activations)."""
     import torch
 
@@ -86,7 +86,7 @@ def simulated_q8(n_items: list[dict[str, Any]]) -> dict[str, float]:
     from harness.scoring.expected import expected_score
     from harness.types import Request
 
-    backend = HFBackend(MODEL, LocalOptions(chat=True, batch_size=1), expected=True)
+    backend = HFBackend(MODEL, LocalOptions(chat=chat, batch_size=1), expected=True)
     lm = backend.load()
 
     def q8_1(module: Any, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -170,7 +170,7 @@ def main_bench() -> int:
                   f"constrained: same valid answer {same_c}/{len(cx)}")  # fmt: skip
     if "hf-expected" in runs and "llama-expected" in runs:
         hf_e = {s["id"]: s["expected"] for s in runs["hf-expected"] if s.get("expected") is not None}
-        sim = simulated_q8(runs["hf-expected"])
+        sim = simulated_q8(runs["hf-expected"], a.chat)
         print("\n## Yardstick: hf vs hf with Q8_1-rounded activations (simulated llama.cpp arithmetic)\n")
         print(f"- {diffs(hf_e, sim)}")
     return 0
