@@ -86,7 +86,7 @@ def simulated_q8(n_items: list[dict[str, Any]], chat: bool) -> dict[str, float]:
     from harness.scoring.expected import expected_score
     from harness.types import Request
 
-    backend = HFBackend(MODEL, LocalOptions(chat=chat, batch_size=1), expected=True)
+    backend = HFBackend(MODEL, LocalOptions(batch_size=1), chat=chat, expected=True)
     lm = backend.load()
 
     def q8_1(module: Any, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
