@@ -159,8 +159,8 @@ BAD_INPUT: list[Case] = [
         "--max-cost needs a price",
     ),
     (
-        "dry run, --scoring expected on an API model",
-        _args("--model", "gpt-4o", "--data-dir", "DATA", "--scoring", "expected", "--dry-run"),
+        "dry run, --scoring expected on Anthropic (no log-probabilities)",
+        _args("--model", "claude-haiku-4-5", "--data-dir", "DATA", "--scoring", "expected", "--dry-run"),
         "--scoring expected needs the first output token's log-probabilities",
     ),
 ]
@@ -250,7 +250,7 @@ PARITY = [
     ["--model", "gpt-4o", "--no-chat"],
     ["--model", "gpt-4o", "--variant", "qa", "--answer-model", "overlap"],
     ["--model", "overlap", "--variant", "qa-embed", "--answer-model", "gpt-4o"],
-    ["--model", "gpt-4o", "--scoring", "expected"],
+    ["--model", "claude-haiku-4-5", "--scoring", "expected"],
     ["--model", "overlap", "--timeout", "nan"],
 ]
 
