@@ -90,7 +90,7 @@ def test_a_very_long_model_name_is_cut_with_a_hash_and_its_folder_can_be_written
     b = make_run_id("csts", "validation", long_b, 0, "none", WHEN)
     assert a != b and a.startswith("csts-validation-mmm")
     assert len(a.encode()) <= 160 + 16  # results/write.py MAX_NAME_BYTES, and the timestamp
-    run_dir = write_run(tmp_path, a, {"model": long_a}, [], {"n": 0})  # the lock and staging names fit too
+    run_dir = write_run(tmp_path, a, {"model": long_a}, [], {"n": 0}).run_dir  # the lock and staging names fit too
     assert run_dir.is_dir()
 
 

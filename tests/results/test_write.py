@@ -106,7 +106,8 @@ def test_a_reply_utf8_cannot_hold_is_written_as_its_json_escape_and_reads_back_e
     every line is JSON, and reading gives back the very text (a literal backslash stays a backslash)."""
     odd = "3.0 \ud800 and \udfff, NUL \x00, bell \x07, and the six characters \\ud800"
     samples = [scored(0, output=odd), scored(1, output=None, valid=False, prediction=None, error=f"HTTP 500: {odd}")]
-    run_dir = write_run(tmp_path, "r1", CONFIG, samples, {"first_errors": [odd]}, None, {"answers.jsonl": f"{odd}\n"})
+    written = write_run(tmp_path, "r1", CONFIG, samples, {"first_errors": [odd]}, None, {"answers.jsonl": f"{odd}\n"})
+    run_dir = written.run_dir
     for name in ("samples.jsonl", "metrics.json", "answers.jsonl"):
         (run_dir / name).read_bytes().decode("utf-8")  # strict: no surrogate reached the file
     assert read_samples(run_dir) == [sample_record(s) for s in samples]

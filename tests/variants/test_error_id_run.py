@@ -84,8 +84,8 @@ def test_a_folder_without_answers_is_one_line(
     assert "answers.jsonl not found" in capsys.readouterr().err
 
 
-def test_the_readme_command_runs(csts_dir: Path, tmp_path: Path) -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+def test_the_documented_command_runs(csts_dir: Path, tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[2] / "docs" / "variants.md").read_text(encoding="utf-8")
     line = next(x for x in readme.splitlines() if x.startswith("python run_eval.py errors") and "hash" in x)
     labels = _labels_file(csts_dir, tmp_path / "reannotated.tsv")
     with FakeServer(answer=fake_answer) as server:
