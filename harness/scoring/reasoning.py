@@ -13,6 +13,7 @@ A reply whose thought never closed has no answer; cut off at its token budget, i
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -79,14 +80,11 @@ def split_reply(text: str | None, reasoning: str | None = None, tags: Sequence[t
 
 def _inline(text: str, tags: Sequence[tuple[str, str]]) -> tuple[str | None, str, bool] | None:
     """(answer, thought, unclosed) for the delimiter pair that shows first in the text; None when none shows."""
-    best: tuple[int, str, str] | None = None
-    for open_, close in tags:
-        at = min((i for i in (text.find(open_), text.find(close)) if i >= 0), default=-1)
-        if at >= 0 and (best is None or at < best[0]):
-            best = (at, open_, close)
-    if best is None:
+    first = _any_tag(tuple(tags)).search(text)  # one scan in C: most replies hold no tag at all
+    if first is None:
         return None
-    _, open_, close = best
+    at = first.start()  # the first pair (in the given order) with a delimiter here is the one that shows first
+    open_, close = next(p for p in tags if text.startswith(p[0], at) or text.startswith(p[1], at))
     end = text.rfind(close)  # several thoughts: the answer follows the last
     opened = text.find(open_)
     if end < 0:  # opened, never closed: all of it is thought
@@ -94,6 +92,11 @@ def _inline(text: str, tags: Sequence[tuple[str, str]]) -> tuple[str | None, str
     thought = text[:end].replace(open_, "").replace(close, "\n")  # several thoughts: one, a line between each
     answer = text[end + len(close) :]
     return _tidy_answer(answer), _tidy(thought), False
+
+
+@functools.lru_cache(maxsize=16)
+def _any_tag(tags: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(t) for pair in tags for t in pair))
 
 
 def _tidy(thought: str) -> str:

@@ -9,8 +9,9 @@ Not a timed test (pytest does not collect it). Installs lm-eval[api]==0.4.13 onc
 1. Throughput: ONE fake server (tests/fake_server.py, its own process, --latency per request) and the same N
    made-up prompts (~600 characters; no C-STS text) sent at each in-flight level by (a) ours: `complete_all`
    with DispatchOptions(concurrency=c), the response cache on in a fresh file, to /v1/chat/completions, and
-   (b) lm-eval's `local-chat-completions` model with num_concurrent=c (tests/bench/lmeval_driver.py). Each run
-   is a fresh process; wall and process CPU time are measured around the dispatch call only (not imports or
+   (b) lm-eval's `local-chat-completions` model with num_concurrent=c (tests/bench/lmeval_driver.py), and (c)
+   the floor: plain aiohttp posting the same prompts' prebuilt bodies, nothing else (tests/bench/aiohttp_driver.py).
+   Each run is a fresh process; wall and process CPU time are measured around the dispatch call only (not imports or
    startup). Each (level, contender) runs --repeats times, interleaved, the order alternating. Ideal req/s is
    c / latency. Every request must be answered (the run's count and the server's count of 200s).
 2. Rate limits: a server enforcing --rps-limit (token bucket, 429 + retry-after) and ours with the DEFAULT
@@ -38,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.bench import lmeval_env
 from tests.bench.vs_lmeval_support import (
     Contender,
+    floor,
     lmeval,
     machine,
     make_prompts,
@@ -161,6 +163,7 @@ def main() -> None:
     p.add_argument("--lmeval-max-retries", type=int, help="lm-eval's max_retries under the limit (default: its own)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per run before it is killed")
     p.add_argument("--skip-lmeval", action="store_true", help="ours alone (no lm-eval venv)")
+    p.add_argument("--skip-floor", action="store_true", help="leave out plain aiohttp (the HTTP library's own cost)")
     p.add_argument("--skip-throughput", action="store_true")
     p.add_argument("--skip-ratelimit", action="store_true")
     a = p.parse_args()
@@ -171,7 +174,7 @@ def main() -> None:
         versions = lmeval_env.versions(python)
         lm = lmeval(python, versions["lm_eval"])
     print("\n".join(machine(versions)))
-    contenders = [ours()] + ([lm] if lm else [])
+    contenders = [ours()] + ([lm] if lm else []) + ([] if a.skip_floor else [floor()])
     ok = True
     with tempfile.TemporaryDirectory(prefix="bench-vs-lmeval-") as tmp:
         if not a.skip_throughput:

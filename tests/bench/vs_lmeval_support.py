@@ -107,6 +107,11 @@ def ours(python: Path | None = None) -> Contender:
     return Contender("ours", python or Path(sys.executable), BENCH / "ours_driver.py", {"PYTHONPATH": str(ROOT)})
 
 
+def floor() -> Contender:
+    """Plain aiohttp posting prebuilt bodies (tests/bench/aiohttp_driver.py): what the HTTP library alone costs."""
+    return Contender("plain aiohttp", Path(sys.executable), BENCH / "aiohttp_driver.py")
+
+
 def lmeval(python: Path, version: str) -> Contender:
     # Offline: its imports (datasets, huggingface_hub) must not reach out; its traffic goes to 127.0.0.1 only.
     env = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OPENAI_API_KEY": "EMPTY"}

@@ -95,3 +95,33 @@ def test_a_reply_cut_off_while_thinking_has_its_own_reason_code() -> None:
     assert reason_code("", None, (0.0, 5.0), "length", None, None, cut) == "thinking-cut-off"
     assert reason_code("", None, (0.0, 5.0), "length", None, None, False) == "cut-off"
     assert reason_code("", None, (0.0, 5.0), None, None, "boom", True) == "error"  # a failed request stays one
+
+
+def _first_pair_by_scanning(text: str, tags: tuple[tuple[str, str], ...]) -> tuple[str, str] | None:
+    """The plain reading of "the delimiter pair that shows first" (each pair's earliest delimiter; a tie goes to the
+    pair listed first): the yardstick for the one-regex scan split_reply makes."""
+    best: tuple[int, tuple[str, str]] | None = None
+    for pair in tags:
+        at = min((i for i in (text.find(pair[0]), text.find(pair[1])) if i >= 0), default=-1)
+        if at >= 0 and (best is None or at < best[0]):
+            best = (at, pair)
+    return None if best is None else best[1]
+
+
+def test_the_pair_that_shows_first_is_found_as_a_plain_scan_finds_it() -> None:
+    """Random replies built from every format's delimiters (and a custom pair sharing a prefix with one) split
+    exactly as when the text is split with the pair a plain scan picks: a wrong tie-break or a missed tag shows."""
+    import random
+
+    tags = (*AUTO, ("<th", "th>"))  # a custom pair whose opening is a prefix of "<think>"
+    pieces = [t for pair in tags for t in pair] + ["4", " 2.5 ", "x", "<", "\n", "think", "|"]
+    rng = random.Random(7)
+    seen_pairs = set()
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        pair = _first_pair_by_scanning(text, tags)
+        got = split_reply(text, None, tags)
+        want = split_reply(text, None, (pair,)) if pair else Split(text, None)
+        assert got == want, text
+        seen_pairs.add(pair)
+    assert len(seen_pairs) == len(tags) + 1  # every pair (and none) was the first one somewhere
