@@ -62,7 +62,5 @@ def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price |
     constrained = config.constrain is not None
     parse = answer_parser(tags, parse_constrained if constrained else parse_score)  # --constrain: its own shape
     replies = call(backend, prep.requests, dispatch_options(config, price), stats, parse=parse)
-    samples = score(
-        prep, replies.completions, config.seed, config.parse == "strict", replies.parsed, tags, constrained
-    )
+    samples = score(prep, replies.completions, config.seed, config.parse == "strict", replies.parsed, tags, constrained)
     return Outcome(samples, {"usage": usage(replies.completions, price, stats.paid_by_batch)} | stats.record())

@@ -139,9 +139,7 @@ class VllmBackend(LocalBackend):
                 extra: dict[str, Any] = {"logprobs": SCORE_LOGPROBS} if self.expected else {}
                 if self.constrain is not None:
                     extra |= self._choice_params(self._choices())
-                made[key] = self._sampling_params(
-                    temperature=r.temperature, max_tokens=key[0], seed=self.seed, **extra
-                )
+                made[key] = self._sampling_params(temperature=r.temperature, max_tokens=key[0], seed=self.seed, **extra)
             per_request.append(made[key])
         return per_request[0] if len(made) == 1 else per_request
 
