@@ -42,19 +42,27 @@ from tests.servers.transformers_serve import transformers_serve  # noqa: E402
 MODEL = "smollm2-135m"
 
 
+REFUSED: dict[str, str] = {}  # run id -> the error line of a run the backend refused (no samples)
+
+
 def run(args: list[str], results: Path, run_id: str) -> list[dict[str, Any]]:
-    """One harness run (kept when its folder exists: rerun pieces freely); its samples."""
+    """One harness run (kept when its folder exists: rerun pieces freely); its samples, [] when it was refused
+    (e.g. a server that rejects the constraint's request field: the run's one `error:` line is kept)."""
     folder = results / run_id
     if not (folder / "samples.jsonl").is_file():
         start = time.perf_counter()
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             rc = main([*args, "--results-dir", str(results), "--run-id", run_id, "--no-progress", "--no-cache"])
         if rc == 130:  # Ctrl-C inside the run: stop the bench too (the servers' context managers stop them)
             raise KeyboardInterrupt
         print(f"{run_id}: exit {rc} in {time.perf_counter() - start:.0f} s", flush=True)
         lines = [x for x in out.getvalue().splitlines() if x.startswith(("note", "expected", "n="))]
         print("  " + "\n  ".join(lines), flush=True)
+        if not (folder / "samples.jsonl").is_file():
+            REFUSED[run_id] = next((x for x in err.getvalue().splitlines() if x.startswith("error:")), f"exit {rc}")
+            print(f"  {REFUSED[run_id]}", flush=True)
+            return []
     return [json.loads(x) for x in (folder / "samples.jsonl").read_text().splitlines()]
 
 
@@ -149,6 +157,9 @@ def main_bench() -> int:
     print("| run | n | invalid % | Spearman | n_expected | no logprobs | missing | Spearman expected | mass |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in runs:
+        if name in REFUSED:
+            print(f"| {name} | refused: {REFUSED[name]} |" + " |" * 7)
+            continue
         m = metrics(res, name)
         cells = [m.get(k, "–") for k in ("n", "invalid_pct", "spearman", "n_expected", "expected_no_logprobs")]
         cells += [m.get(k, "–") for k in ("expected_missing", "spearman_expected", "expected_mass_mean")]
@@ -164,10 +175,15 @@ def main_bench() -> int:
             ex = {s["id"]: s["expected"] for s in ax if s.get("expected") is not None}
             ey = {s["id"]: s["expected"] for s in ay if s.get("expected") is not None}
             cx, cy = runs[f"{x}-constrained"], runs[f"{y}-constrained"]
-            same_c = sum(s["parsed"] == t["parsed"] and s["valid"] and t["valid"] for s, t in zip(cx, cy, strict=True))
+            same_c = (
+                f"{sum(s['parsed'] == t['parsed'] and s['valid'] and t['valid'] for s, t in zip(cx, cy, strict=True))}"
+                f"/{len(cx)}"
+                if cx and cy
+                else "– (refused on one side)"
+            )
             print(f"- {x} vs {y}: same prompt tokens {same_in}/{len(ax)}; parsed: same output {same_out}/{len(ax)}, "
                   f"Spearman between predictions {pred}; expected: {diffs(ex, ey)}; "
-                  f"constrained: same valid answer {same_c}/{len(cx)}")  # fmt: skip
+                  f"constrained: same valid answer {same_c}")  # fmt: skip
     if "hf-expected" in runs and "llama-expected" in runs:
         hf_e = {s["id"]: s["expected"] for s in runs["hf-expected"] if s.get("expected") is not None}
         sim = simulated_q8(runs["hf-expected"], a.chat)
