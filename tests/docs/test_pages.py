@@ -43,7 +43,9 @@ def skip_reasons() -> dict[str, str]:
     found = {}
     for path in sorted((ROOT / "tests").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        names = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        names = {
+            t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
+        }
         for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)):
             given = [k.value for k in call.keywords if k.arg == "reason"]
             if call.func.attr == "skip" and call.args:
@@ -94,3 +96,25 @@ ALLOWED = {  # sizes and times that are settings or limits, not measurements
     "running.md": ("1 MB",),  # the reply cut
     "batch.md": ("200 MB", "256 MB"),  # the providers' batch file limits
 }
+
+
+def test_every_console_script_is_documented_and_run() -> None:
+    """pyproject's [project.scripts] (csts-eval): named in the README, and shown in a command docs/ runs."""
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    shown = "\n".join(
+        re.findall(r"^```bash\n(.*?)^```", (DOCS / "running.md").read_text(encoding="utf-8"), re.S | re.M)
+    )
+    for name in scripts:
+        assert f"`{name}`" in readme
+        assert re.search(rf"^{re.escape(name)} ", shown, re.M), f"no command in running.md starts with {name}"
+
+
+def test_the_quick_start_shows_progress() -> None:
+    """The first command a newcomer runs takes minutes on a CPU: it must not hide its progress bar."""
+    first = re.search(r"^```bash\n(.*?)^```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S | re.M)
+    assert first is not None
+    runs = [line for line in first.group(1).splitlines() if "run_eval.py" in line]
+    assert runs and not any("--no-progress" in line for line in runs)
