@@ -29,7 +29,9 @@ EXIT_SIGINT, EXIT_SIGTERM = 130, 143  # 128 + the signal's number, as shells rep
 def extract_parser() -> Parser:
     p = Parser(prog="run_eval.py extract", description="Decrypt the C-STS release into a directory.")
     p.add_argument("--archive", type=Path, required=True, help="required: the encrypted release csts.tar.enc")
-    p.add_argument("--password-file", type=Path, help="file holding the password (default: $CSTS_PASSWORD)")
+    p.add_argument(
+        "--password-file", type=Path, help="file holding the password (default: the password itself in $CSTS_PASSWORD)"
+    )
     p.add_argument(
         "--out", type=Path, required=True, help="required: directory to write csts_{train,validation,test}.csv into"
     )

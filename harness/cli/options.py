@@ -57,7 +57,11 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--archive", type=Path, help="the official encrypted release csts.tar.enc, decrypted in memory (default: none)"
     )
-    p.add_argument("--password-file", type=Path, help="file holding the archive's password (default: $CSTS_PASSWORD)")
+    p.add_argument(
+        "--password-file",
+        type=Path,
+        help="file holding the archive's password (default: the password itself in $CSTS_PASSWORD)",
+    )
 
 
 def run_parser() -> Parser:

@@ -26,8 +26,8 @@ def report_parser() -> Parser:
     p.add_argument(
         "--shareable",
         action="store_true",
-        help="leave C-STS prompts and replies out of the page (the release terms forbid sharing them); the tables, "
-        "plots and numbers are the same (default folder: report-shareable)",
+        help="leave C-STS prompts, replies and thoughts out of the page (the release terms forbid sharing them); "
+        "the tables, plots and numbers are the same (default folder: report-shareable)",
     )
     return p
 

@@ -195,11 +195,19 @@ LEFT_OUT = "[C-STS text left out: shareable report]"
 
 def without_csts_text(run: Run) -> Run:
     """The run with every text that may hold C-STS sentences or conditions replaced by a marker: prompts, replies
-    (a model may echo its prompt), refusals. Numbers, reasons and ids stay, so every table and plot is the same."""
+    (a model may echo its prompt), a reasoning model's thoughts, refusals. Numbers, reasons and ids stay, so every
+    table and plot is the same."""
     if run.config.get("dataset") != "csts":
         return run  # STS-B's licence (CC BY-SA) allows sharing its text
+
+    def gone(text: str | None) -> str | None:
+        return None if text is None else LEFT_OUT
+
     samples = tuple(
-        dataclasses.replace(s, prompt=LEFT_OUT, output=None if s.output is None else LEFT_OUT) for s in run.samples
+        dataclasses.replace(
+            s, prompt=LEFT_OUT, output=gone(s.output), reasoning=gone(s.reasoning), refusal=gone(s.refusal)
+        )
+        for s in run.samples
     )
     extras = tuple(e | {"refusal": LEFT_OUT if e.get("refusal") else None} for e in run.extras)
     return dataclasses.replace(run, samples=samples, extras=extras)

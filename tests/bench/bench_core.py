@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -25,7 +26,7 @@ from harness.scoring.parsing import fallback_score, parse_score  # noqa: E402
 from harness.types import Request, Scored  # noqa: E402
 
 IMPORT_S = time.process_time() - T0
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "csts"
+SHARED = Path(os.environ.get("CSTS_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared")) / "data" / "csts"
 
 
 def one_pass(archive: Path, password: Path, k: int) -> dict[str, float]:

@@ -11,8 +11,8 @@ Three commands, each in a fresh process with a fresh results folder, `--repeat` 
 CPU is user + system time of the process and everything it waited for (getrusage RUSAGE_CHILDREN), not wall
 time. The machine is shared, so min and median of the repeats are printed, and `--against REF` (a git ref,
 e.g. main) runs the same commands with that commit's code (`git archive` into a temporary folder), interleaved
-with this checkout's, so both columns meet the same load. Without --archive the shared C-STS archive beside the
-project (../shared) is used. Not collected by pytest (no test_ prefix).
+with this checkout's, so both columns meet the same load. Without --archive the shared C-STS archive is used
+(../shared beside the project, or $CSTS_SHARED_DIR, as for the tests). Not collected by pytest (no test_ prefix).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared" / "data" / "csts"
+SHARED = Path(os.environ.get("CSTS_SHARED_DIR", ROOT.parent / "shared")) / "data" / "csts"  # as tests/conftest.py
 GRID = ["--model", "overlap", "--instr", "none,short,long", "--shots", "0,2,4"]
 COMMANDS = {
     "grid (9 cells + report)": GRID,

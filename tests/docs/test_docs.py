@@ -103,9 +103,3 @@ def test_every_page_is_linked_from_the_readme() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert [p.name for p in PAGES[1:] if f"(docs/{p.name})" not in readme] == []
     assert len(readme.encode()) <= 12 * 1024
-
-
-def test_links_between_pages_point_at_pages_that_exist() -> None:
-    for page in PAGES:
-        for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
-            assert (page.parent / target).is_file(), f"{page.name} links to {target}"
