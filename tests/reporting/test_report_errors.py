@@ -89,7 +89,7 @@ def test_the_section_shows_the_scores_beside_table_2(tmp_path: Path) -> None:
     # The page: the same row in its own section, linked from the navigation.
     assert '<a href="#errors">' in page and '<section id="errors">' in page
     assert "<td>81.2</td><td>75.0</td><td>78.0</td><td>64.6</td><td>82.4 (K = 10)</td><td>79.4</td>" in page
-    assert rows[0]["f1"] == "0.78" and rows[0]["paper_f1"] == "0.824" and rows[0]["best_k"] == "7"
+    assert rows[0]["f1"] == "0.78" and rows[0]["paper_f1_x100"] == "82.4" and rows[0]["best_k"] == "7"
     assert rows[0]["not_comparable"] == "" and rows[0]["integrity"] == "verified"
     assert load_run(run).integrity.status == "verified"  # a folder added inside the run does not alter it
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,37 +27,41 @@ def _jaccard(a: str, b: str) -> float:
     return len(x & y) / len(x | y) if x | y else 0.0
 
 
-def _argv(csts_dir: Path, tmp_path: Path, variant: str) -> list[str]:
+def _argv(csts_dir: Path, results: Path, variant: str) -> list[str]:
     return [
         "--model", "overlap", "--dataset", "csts", "--data-dir", str(csts_dir), "--shots", "0", "--instr", "short",
-        "--limit", "12", "--variant", variant, "--results-dir", str(tmp_path), "--run-id", variant, "--no-progress",
+        "--limit", "12", "--variant", variant, "--results-dir", str(results), "--run-id", variant, "--no-progress",
     ]  # fmt: skip
+
+
+def _samples(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (run / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
 def test_a_new_variant_runs_end_to_end(monkeypatch: pytest.MonkeyPatch, csts_dir: Path, tmp_path: Path) -> None:
     monkeypatch.setitem(VARIANTS, "toy", TOY)
-    assert main(_argv(csts_dir, tmp_path, "toy")) == 0
-    assert main(_argv(csts_dir, tmp_path, "sentences")) == 0
+    results = tmp_path / "results"
+    assert main(_argv(csts_dir, results, "toy")) == 0
+    assert main(_argv(csts_dir, results, "sentences")) == 0
     rows = load_dataset("csts", "validation", data_dir=csts_dir).examples[:12]
-    toy = [json.loads(x) for x in (tmp_path / "toy" / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
-    paper = [json.loads(x) for x in (tmp_path / "sentences" / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    toy, paper = _samples(results / "toy"), _samples(results / "sentences")
     # The toy prompt holds the condition after each sentence; the overlap baseline scored exactly that pair.
     for e, s in zip(rows, toy, strict=True):
-        assert f"Sentence 1: {e.sentence1} {e.condition}" in s["prompt"]
+        assert f"Sentence 1:  {f'{e.sentence1} {e.condition}'.strip()} Sentence 2:" in s["prompt"]
         pair = (f"{e.sentence1} {e.condition}", f"{e.sentence2} {e.condition}")
         assert s["prediction"] == pytest.approx(round(1 + 4 * _jaccard(*pair), 2))
     assert [s["prediction"] for s in toy] != [s["prediction"] for s in paper]  # not the sentence prompt's scores
-    config = json.loads((tmp_path / "toy" / "config.json").read_text(encoding="utf-8"))
+    config = json.loads((results / "toy" / "config.json").read_text(encoding="utf-8"))
     assert config["variant"] == "toy" and config["toy_rule"] == "condition after each sentence"
-    assert config["config_hash"] != json.loads((tmp_path / "sentences" / "config.json").read_text())["config_hash"]
+    assert config["config_hash"] != json.loads((results / "sentences" / "config.json").read_text())["config_hash"]
 
 
 def test_without_its_entry_the_parser_refuses_it(
     csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(_argv(csts_dir, tmp_path, "toy")) == 2
+    assert main(_argv(csts_dir, tmp_path / "results", "toy")) == 2
     assert "invalid choice: 'toy'" in capsys.readouterr().err
-    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+    assert not (tmp_path / "results").exists()
 
 
 def test_the_entry_decides_what_it_needs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
