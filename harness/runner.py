@@ -20,7 +20,7 @@ from harness.prompting.render import PromptRenderer
 from harness.results.provenance import git_commit, package_versions
 from harness.results.write import Claim, claim, make_run_id, write_run
 from harness.types import Dataset, HarnessError, Scored
-from harness.variants import qa, qa_embed, sentences
+from harness.variants import variant_module
 from harness.variants.base import Variant
 from harness.variants.validate import validate_run
 
@@ -68,16 +68,8 @@ class Shared:
 
 
 def variant_of(config: RunConfig) -> Variant:
-    """The variant's module: the one place a run's path depends on --variant (a new variant: a module, a case)."""
-    match config.variant:
-        case "sentences":
-            return sentences
-        case "qa":
-            return qa
-        case "qa-embed":
-            return qa_embed
-        case _:
-            raise HarnessError(f"unknown --variant {config.variant!r}")
+    """The variant's module: the one place a run's path depends on --variant (harness/variants/__init__.py VARIANTS)."""
+    return variant_module(config.variant)
 
 
 def prepare(config: RunConfig, shared: Shared | None = None) -> Prepared:

@@ -93,7 +93,7 @@ def test_each_variant_is_one_module_chosen_by_one_match() -> None:
     assert chosen == {"sentences": sentences, "qa": qa, "qa-embed": qa_embed}
     wanted = [n for n in vars(Variant) if not n.startswith("_")]
     assert len(wanted) == 8 and all(callable(getattr(m, n)) for m in chosen.values() for n in wanted)
-    with pytest.raises(HarnessError, match="unknown --variant 'nope'"):
+    with pytest.raises(HarnessError, match="unknown variant 'nope'"):
         variant_of(RunConfig(model="m", variant="nope"))
 
 

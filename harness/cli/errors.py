@@ -3,6 +3,7 @@ answers; writes the candidates and the scores into one folder and prints the sco
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 from harness.cli.options import Parser, add_data_args
 from harness.inputs import check_output
+from harness.types import HarnessError
 
 DEFAULT_EMBED_MODEL = "text-embedding-ada-002"  # Tu et al. 2024, §4.1
 
@@ -47,13 +49,17 @@ def errors_parser() -> Parser:
 def cmd_errors(argv: Sequence[str]) -> int:
     from harness.datasets.labels import REANNOTATED_TSV, load_reannotated
     from harness.datasets.load import load_dataset
-    from harness.results.write import write_atomic
+    from harness.results.manifest import write_manifest
+    from harness.results.stage import staged
     from harness.scoring.errors import identify
-    from harness.variants.error_id import HASH_MODEL, Embedder, backend_embedder, hash_embedder, items_from
+    from harness.variants.error_id import HASH_MODEL, SCORES_KIND, Embedder, backend_embedder, hash_embedder, items_from
 
     a = errors_parser().parse_args(argv)
     out = a.out or a.run / f"errors-{a.distribution}"
     check_output(out, "--out", directory=True)
+    if out.is_dir() and any(out.iterdir()) and not (out / "scores.json").is_file():
+        # The folder is replaced whole (staged): never a folder that holds anything but an earlier errors output.
+        raise HarnessError(f"--out {out} holds other files (no scores.json of an errors run): choose another folder")
     dataset = load_dataset("csts", "validation", a.data_dir, a.archive, a.password_file)
     reannotated = load_reannotated(a.labels_file or REANNOTATED_TSV)
     embed: Embedder = (
@@ -63,8 +69,13 @@ def cmd_errors(argv: Sequence[str]) -> int:
     )
     items, left_out = items_from(dataset.examples, a.run / "answers.jsonl", reannotated, embed)
     result = identify(items, a.distribution, a.k_max, a.seed)
+    answers = (a.run / "answers.jsonl").read_bytes()
+    n_candidates = sum(bool(r["candidate"]) for r in result.rows)
     scores: dict[str, Any] = {
+        "kind": SCORES_KIND,  # what `run_eval.py report` looks for in the folders inside a run folder
         "run": str(a.run),
+        "answers_sha256": hashlib.sha256(answers).hexdigest(),  # the answers it was computed from
+        "labels_file": None if a.labels_file is None else str(a.labels_file),  # None: the bundled Tu et al. file
         "embed_model": a.embed_model,
         "distribution": result.distribution,
         "proportions": [round(x, 6) for x in result.proportions],
@@ -72,20 +83,24 @@ def cmd_errors(argv: Sequence[str]) -> int:
         "k_max": a.k_max,
         "instances": len(items),
         "left_out": left_out,
+        "fit_instances": len(items) - len(result.rows),  # the half that chose the distribution, centroids and K
+        "test_instances": len(result.rows),  # the held-out half scored (candidates.jsonl)
+        "candidates": n_candidates,
         "best_k": result.best_k,
         "test": result.test.record(),
         "no_cluster": result.no_cluster.record(),
         "fit_f1_by_k": result.fit_f1_by_k,
         "test_f1_by_k": result.test_f1_by_k,
     }
-    candidates = "".join(json.dumps(r) + "\n" for r in result.rows)
-    write_atomic(out / "candidates.jsonl", candidates)
-    write_atomic(out / "scores.json", json.dumps(scores, indent=2) + "\n")
+    with staged(out) as staging:  # whole or not at all, with a manifest.json of its own (report verifies it)
+        (staging / "candidates.jsonl").write_text("".join(json.dumps(r) + "\n" for r in result.rows), encoding="utf-8")
+        (staging / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
+        write_manifest(staging)
     t, n = result.test, result.no_cluster
     print(f"error identification ({result.distribution} distribution, {a.embed_model}): {len(items)} instances")
     print(f"  best K (fitting half): {result.best_k}")
     print(f"  held-out half, K={result.best_k}: P {t.precision:.3f}  R {t.recall:.3f}  F1 {t.f1:.3f}")
     print(f"  held-out half, no cluster: P {n.precision:.3f}  R {n.recall:.3f}  F1 {n.f1:.3f}")
-    print(f"  candidates: {sum(r['candidate'] for r in result.rows)} of {len(result.rows)}")
+    print(f"  candidates: {n_candidates} of {len(result.rows)}")
     print(f"results: {out}")
     return 0

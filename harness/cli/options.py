@@ -19,7 +19,6 @@ from harness.config.settings import (
     PARSE_MODES,
     SCORINGS,
     SHOT_SAMPLERS,
-    VARIANTS,
     ApiOptions,
     LocalOptions,
     RunConfig,
@@ -27,6 +26,7 @@ from harness.config.settings import (
 from harness.datasets.load import SPLITS
 from harness.prompting.render import INSTRUCTIONS
 from harness.scoring.reasoning import THINK_TAGS
+from harness.variants import VARIANTS
 
 # The sub-commands, in the order `--help` lists them (cli.COMMANDS maps each to its function).
 COMMAND_HELP = {
@@ -124,7 +124,7 @@ def run_parser() -> Parser:
     p.add_argument(
         "--variant",
         default=RunConfig.variant,
-        choices=VARIANTS,
+        choices=list(VARIANTS),
         help="sentences (the paper's prompt); qa: answer each condition as a question, then score the answers "
         "(Tu et al. 2024); qa-embed: cosine of the answers' embeddings (--model is the embedding model)",
     )

@@ -12,7 +12,8 @@ def _fmt(value: object) -> str:
     return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
-HEADLINE = ("n", "invalid_pct", "out_of_range_pct", "spearman", "pearson", "spearman_valid", "pearson_valid", "mse")
+# After these, every metric of harness/scoring/metrics.py METRICS (print_summary).
+HEADLINE = ("n", "invalid_pct", "out_of_range_pct", "spearman", "pearson", "spearman_valid", "pearson_valid")
 STRICT = ("invalid_strict_pct", "spearman_strict", "pearson_strict")
 EXPECTED = ("spearman_expected", "pearson_expected", "expected_mass_mean")
 
@@ -39,8 +40,9 @@ def print_dry_run(m: dict[str, Any]) -> None:
 
 def print_summary(m: dict[str, Any], model: str | None = None) -> None:
     from harness.calling.backends.offline import BASELINE_NOTES
+    from harness.scoring.metrics import METRICS
 
-    print((f"{model}: " if model else "") + metrics_line(m, [*HEADLINE, "errors"]))
+    print((f"{model}: " if model else "") + metrics_line(m, [*HEADLINE, *METRICS, "errors"]))
     if model in BASELINE_NOTES:
         print(f"note: {BASELINE_NOTES[model]}")
     if m.get("reasons"):

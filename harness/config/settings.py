@@ -54,7 +54,6 @@ class LocalOptions:
 
 
 # The values RunConfig's choice fields take (validate.py checks them; options.py offers them).
-VARIANTS = ("sentences", "qa", "qa-embed")
 PARSE_MODES = ("first-number", "strict")
 SHOT_SAMPLERS = ("seeded", "reference")
 SCORINGS = ("parsed", "expected")

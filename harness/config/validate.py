@@ -8,7 +8,7 @@ import math
 import os
 from pathlib import Path
 
-from harness.config.settings import PARSE_MODES, SCORINGS, SHOT_SAMPLERS, VARIANTS, RunConfig
+from harness.config.settings import PARSE_MODES, SCORINGS, SHOT_SAMPLERS, RunConfig
 from harness.inputs import check_regular
 from harness.types import HarnessError
 
@@ -80,12 +80,6 @@ def check_names(config: RunConfig) -> None:
     if not config.model.strip():
         raise HarnessError("--model is empty: name the model to evaluate")
     check_run_id(config.run_id)
-    if config.variant not in VARIANTS:
-        raise HarnessError(f"unknown variant {config.variant!r}; choose from {', '.join(VARIANTS)}")
-    if config.variant != "sentences" and config.dataset != "csts":
-        raise HarnessError(f"--variant {config.variant} turns C-STS conditions into questions: use --dataset csts")
-    if config.variant == "sentences" and (config.answers or config.answer_model):
-        raise HarnessError("--answers and --answer-model belong to --variant qa or qa-embed")
     for flag, value, choices in (
         ("--parse", config.parse, PARSE_MODES),
         ("--shot-sampler", config.shot_sampler, SHOT_SAMPLERS),

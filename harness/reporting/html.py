@@ -17,6 +17,7 @@ import pandas as pd
 from harness.reporting.html_sections import Markup, body_html, esc, html_table
 from harness.reporting.markdown import live_runs, report_title, table_notes
 from harness.reporting.rowkeys import GROUP_KEYS
+from harness.reporting.sections import Built
 from harness.reporting.tables import fmt, group_title, layout, words
 from harness.results.read import IDENTITY, REASONS, Run
 
@@ -220,13 +221,17 @@ def _plot_html(plots: Sequence[Path]) -> str:
     )
 
 
-def write_html(table: pd.DataFrame, runs: Sequence[Run], plots: Sequence[Path], path: Path) -> Path:
-    """Assemble index.html from the template, its CSS and JS, the tables, the plots and every run's samples."""
+def write_html(
+    table: pd.DataFrame, runs: Sequence[Run], plots: Sequence[Path], path: Path, sections: Sequence[Built] = ()
+) -> Path:
+    """Assemble index.html from the template, its CSS and JS, the tables, the plots, every run's samples and the
+    sections of reporting/sections.py that have something to show."""
     title = report_title(table)
+    body = body_html(table, title, group_tables(table), runs_table(table), _plot_html(plots), sections)
     parts = {
         "TITLE": [esc(title)],
         "STYLE": [(ASSETS / "report.css").read_text(encoding="utf-8")],
-        "BODY": [body_html(table, title, group_tables(table), runs_table(table), _plot_html(plots))],
+        "BODY": [body],
         "DATA": _data_blocks(table, runs, title),
         "SCRIPT": [(ASSETS / "report.js").read_text(encoding="utf-8")],
     }

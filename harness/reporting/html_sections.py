@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from harness.reporting.markdown import live_runs
+from harness.reporting.sections import Built
 from harness.reporting.tables import LAYOUT_METRICS, fmt
 
 
@@ -104,7 +105,11 @@ disagree most first.</p>
 """
 
 
-def body_html(table: pd.DataFrame, title: str, tables: str, runs: str, plots: str) -> str:
+def body_html(
+    table: pd.DataFrame, title: str, tables: str, runs: str, plots: str, sections: Sequence[Built] = ()
+) -> str:
+    """The page's body; `sections`: those of reporting/sections.py with something to show, after the published
+    numbers, each a <section> with its key as its id and a link in the navigation."""
     live = live_runs(table)
     summary = (
         f"{_count(len(table), 'run folder')}"
@@ -118,6 +123,7 @@ def body_html(table: pd.DataFrame, title: str, tables: str, runs: str, plots: st
         for a, t in (
             ("tables", "Tables"),
             ("published", "Published"),
+            *((b.key, esc(b.title)) for b in sections),
             ("plots", "Plots"),
             ("samples", "Samples"),
             ("pair", "Side by side"),
@@ -131,7 +137,8 @@ def body_html(table: pd.DataFrame, title: str, tables: str, runs: str, plots: st
         f"Spearman and Pearson with 95% bootstrap CIs, and the published Spearman († : see the note below the "
         f"table).</p>{tables}</section>"
         f'<section id="published"><h2>Published numbers beside ours</h2>{published_html(table)}</section>'
-        f'<section id="plots"><h2>Plots</h2>{plots or "<p>No plot: no run with answers.</p>"}</section>'
+        + "".join(f'<section id="{esc(b.key)}"><h2>{esc(b.title)}</h2>{b.part.html}</section>' for b in sections)
+        + f'<section id="plots"><h2>Plots</h2>{plots or "<p>No plot: no run with answers.</p>"}</section>'
         f"{_BROWSER}"
         f'<section id="runs"><h2>Runs</h2><div class="scroll">{runs}</div></section>'
     )

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from harness.reporting.rowkeys import GROUP_KEYS
+from harness.reporting.sections import Built
 from harness.reporting.tables import (
     DATASET_NAMES,
     LAYOUT_METRICS,
@@ -59,9 +60,16 @@ def table_notes(group: pd.DataFrame) -> list[str]:
     return notes
 
 
-def render_report(table: pd.DataFrame, out: Path, plots: list[Path], protocols: Sequence[str] = ()) -> list[Path]:
+def render_report(
+    table: pd.DataFrame,
+    out: Path,
+    plots: list[Path],
+    protocols: Sequence[str] = (),
+    sections: Sequence[Built] = (),
+) -> list[Path]:
     """Write runs.csv, one table per dataset/split (md, csv, tex), side_by_side.csv, published.csv and report.md;
-    `protocols`: the section setting parsed, expected and constrained scores side by side (reporting/protocols.py)."""
+    `protocols`: the section setting parsed, expected and constrained scores side by side (reporting/protocols.py);
+    `sections`: those of reporting/sections.py SECTIONS with something to show, and their files."""
     table = table.reset_index(drop=True)
     files = [out / "runs.csv"]
     table.to_csv(files[0], index=False, float_format="%.4f")
@@ -93,6 +101,11 @@ def render_report(table: pd.DataFrame, out: Path, plots: list[Path], protocols: 
     md += _reasons_section(live)
     md += _uncertainty_section(live)
     md += list(protocols)
+    for built in sections:
+        md += [f"## {built.title}\n", *built.part.markdown]
+        for name, text in built.part.files.items():
+            (out / name).write_text(text, encoding="utf-8")
+            files.append(out / name)
     if plots:
         md += ["## Plots\n", *(f"![{p.stem.replace('_', ' ')}]({p.name})\n" for p in plots)]
     md += [

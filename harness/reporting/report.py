@@ -21,10 +21,11 @@ from harness.results.manifest import ALTERED
 from harness.results.provenance import endpoints
 from harness.results.read import REASONS, Run, expand, load_run
 from harness.results.stage import staged
-from harness.scoring.metrics import compute_metrics, pearson, spearman
+from harness.scoring.metrics import METRICS, compute_metrics, pearson, spearman
 from harness.scoring.parsing import fallback_score
 from harness.scoring.stats import Interval, bootstrap_ci, fallback_spread
 from harness.types import HarnessError, Scored
+from harness.variants import VARIANTS
 
 N_BOOTSTRAP = 1000
 FALLBACK_SEEDS = 20
@@ -48,7 +49,7 @@ def summarize(run: Run, n_bootstrap: int = N_BOOTSTRAP, fallback_seeds: int = FA
     """One report row: the run's metrics recomputed from samples.jsonl, CIs, notes and the fallback spread."""
     c = run.config
     strict = run.identity()["parse"] == "strict"
-    m = compute_metrics(run.samples, run.label_range, strict=strict)
+    m = compute_metrics(run.samples, run.label_range, on_label_scale=_on_label_scale(run), strict=strict)
     row: dict[str, Any] = {
         "dataset": c["dataset"],
         "split": run.split,
@@ -69,6 +70,8 @@ def summarize(run: Run, n_bootstrap: int = N_BOOTSTRAP, fallback_seeds: int = FA
         "pearson_valid": m.get("pearson_valid"),
         "spearman_valid": m.get("spearman_valid"),
     }
+    for name in METRICS:  # scoring/metrics.py's table: the "More metrics" section shows them
+        row[name], row[f"{name}_note"] = m.get(name), m.get(f"{name}_note")
     reasons = Counter(e["reason"] for e in run.extras if e["reason"] is not None)
     row |= {f"reason_{code.replace('-', '_')}": reasons.get(code, 0) for code in REASONS}
     row["reasons_other"] = ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items()) if k not in REASONS)
@@ -103,6 +106,12 @@ def summarize(run: Run, n_bootstrap: int = N_BOOTSTRAP, fallback_seeds: int = FA
     row["run"] = run.run_dir.name
     row["run_dir"] = str(run.run_dir)
     return row
+
+
+def _on_label_scale(run: Run) -> bool:
+    """Whether the run's predictions are on the label scale (not an embedding variant's cosines)."""
+    name = run.config.get("variant") or "sentences"
+    return name not in VARIANTS or not VARIANTS[name].embeds  # a variant unknown here: taken as on the scale
 
 
 @functools.lru_cache(maxsize=64)
@@ -258,6 +267,7 @@ def write_report(
     from harness.reporting.markdown import render_report
     from harness.reporting.plots import plot_invalid, plot_spearman_vs_k
     from harness.reporting.protocols import protocols_section
+    from harness.reporting.sections import build_sections
 
     runs, notes = load_readable(expand(run_paths), loaded)  # unreadable folders skipped, copies shown once
     if shareable:
@@ -266,6 +276,7 @@ def write_report(
     with staged(out_dir) as staging:  # an old report folder there is replaced only once the new one is whole
         plots = plot_spearman_vs_k(table, staging / "spearman_vs_k.png")
         plots += plot_invalid(table, staging / "invalid_rate.png")
-        render_report(table, staging, plots, protocols_section(runs, list(table["ref"])))
-        write_html(table, runs, plots, staging / "index.html")
+        sections = build_sections(table, runs)  # reporting/sections.py: one line per section
+        render_report(table, staging, plots, protocols_section(runs, list(table["ref"])), sections)
+        write_html(table, runs, plots, staging / "index.html", sections)
     return out_dir

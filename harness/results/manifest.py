@@ -71,13 +71,33 @@ def check(run_dir: Path, samples: bytes, config: dict[str, Any]) -> Integrity:
         was = written.get("lines")
         counts = f"{lines:,} lines, {was:,} written" if isinstance(was, int) and was != lines else "same line count"
         return Integrity(ALTERED, f"{SAMPLES} changed since it was written ({counts})", digest)
+    why = _changed(run_dir, {name: r for name, r in files.items() if name != SAMPLES})
+    return Integrity(ALTERED, why, digest) if why else Integrity(VERIFIED, "", digest)
+
+
+def check_folder(folder: Path) -> Integrity:
+    """A folder of files derived from a run (`run_eval.py errors`' output), written with a manifest.json of its own
+    and holding no samples.jsonl, against that manifest (files added beside them later are not its concern)."""
+    path = folder / MANIFEST
+    if not path.exists():
+        return Integrity(UNVERIFIED, f"{folder.name} has no {MANIFEST}: not verified")
+    try:
+        files = json.loads(path.read_text(encoding="utf-8"))["files"]
+        if not isinstance(files, dict) or not all(isinstance(record, dict) for record in files.values()):
+            raise TypeError("no file records")
+    except (OSError, ValueError, KeyError, TypeError):
+        return Integrity(ALTERED, f"{folder.name}/{MANIFEST} is unreadable")
+    why = _changed(folder, files)
+    return Integrity(ALTERED, f"{folder.name}/{why}") if why else Integrity(VERIFIED)
+
+
+def _changed(folder: Path, files: dict[str, Any]) -> str:
+    """Why the first of `files` (name -> its manifest record) differs from what was written; "" when none does."""
     for name, record in files.items():
-        if name == SAMPLES:
-            continue
         try:
-            data = (run_dir / name).read_bytes()
+            data = (folder / name).read_bytes()
         except OSError:
-            return Integrity(ALTERED, f"{name} is missing or unreadable", digest)
+            return f"{name} is missing or unreadable"
         if hashlib.sha256(data).hexdigest() != record.get("sha256"):
-            return Integrity(ALTERED, f"{name} changed since it was written", digest)
-    return Integrity(VERIFIED, "", digest)
+            return f"{name} changed since it was written"
+    return ""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -83,6 +84,29 @@ def _correlations(
             out[f"{name}{suffix}_note"] = note
 
 
+def mse(pred: np.ndarray, gold: np.ndarray) -> float:
+    """Mean squared error of the predictions against the labels."""
+    return float(np.mean((pred - gold) ** 2))
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One more number of a run, over its labelled answers (fallback draws included, as the paper's Spearman):
+    in metrics.json, on the run's summary line and in the report's "More metrics" section."""
+
+    compute: Callable[[np.ndarray, np.ndarray], float | None]  # (predictions, labels) -> the number (None: undefined)
+    title: str  # as the report names it
+    # Compares predictions with labels on the labels' own scale: left out where predictions are cosines (qa-embed),
+    # and flagged where out-of-range predictions are in it.
+    label_scale: bool = False
+
+
+# One entry per metric beyond the correlations and invalid rates: its metrics.json key -> its description.
+METRICS: dict[str, Metric] = {
+    "mse": Metric(mse, "mean squared error", label_scale=True),
+}
+
+
 def compute_metrics(
     samples: Sequence[Scored],
     label_range: tuple[float, float],
@@ -120,10 +144,12 @@ def compute_metrics(
     valid = np.array([s.valid for s in labelled], dtype=bool)
     out["n_labelled"] = len(labelled)
     _correlations(out, "", pred, gold, valid)
-    if on_label_scale:
-        out["mse"] = float(np.mean((pred - gold) ** 2))
-        if out_of_range:  # one reply of "1000000" makes the mean square error about that reply, not the model
-            out["mse_note"] = f"includes {out_of_range} out-of-range predictions"
+    for name, metric in METRICS.items():
+        if metric.label_scale and not on_label_scale:
+            continue
+        out[name] = metric.compute(pred, gold)
+        if metric.label_scale and out_of_range:  # one reply of "1000000" makes an error about that reply alone
+            out[f"{name}_note"] = f"includes {out_of_range} out-of-range predictions"
     out["n_valid"] = int(valid.sum())
     _correlations(out, "_valid", pred[valid], gold[valid], valid[valid])
     if strict:

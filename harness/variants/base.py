@@ -1,5 +1,5 @@
 """What the runner asks of a variant: each variant is one module (sentences.py, qa.py, qa_embed.py) with these
-functions, chosen by the one `match` in harness/runner.py `variant_of`."""
+functions, named by its line in harness/variants/__init__.py VARIANTS (harness/runner.py `variant_of`)."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from harness.variants.answers import AnswerKey, keys_of, read_answers
 
 HASH_MODEL = "hash"  # an offline stand-in: hashed bag of words, for tests and dry checks, not for numbers to report
 HASH_DIM = 64
+SCORES_KIND = "error-identification"  # scores.json's "kind": the report shows the folders inside a run that say so
 
 Embedder = Callable[[Sequence[str]], dict[str, list[float]]]
 

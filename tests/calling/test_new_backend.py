@@ -21,6 +21,8 @@ TOY = Description(
     prefixes=("toy-",),
 )  # fmt: skip
 KEY = "toy-key-0123456789"
+# What docs/extending.md "A new backend" must name (tests/docs/test_extending.py checks it does).
+DOCUMENTED = ("harness/calling/backends/<name>.py", "harness/calling/backends/__init__.py")
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ answers.jsonl (offline hash embeddings, and the OpenAI embeddings path against t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 
 from harness.cli.main import main
 from harness.datasets.load import load_dataset
+from harness.results.manifest import check_folder
+from harness.results.read import load_run
 from harness.scoring.errors import rank_labels
 from tests.fake_server import FakeServer
 from tests.variants.test_qa_run import args, fake_answer
@@ -72,6 +75,10 @@ def test_errors_from_a_qa_run(
     printed = capsys.readouterr().out
     assert f"best K (fitting half): {scores['best_k']}" in printed and f"results: {out}" in printed
     assert f"F1 {scores['test']['f1']:.3f}" in printed
+    assert (scores["fit_instances"], scores["test_instances"]) == (n_rows - 1 - len(rows), len(rows))
+    assert scores["candidates"] == sum(r["candidate"] for r in rows)
+    assert scores["answers_sha256"] == hashlib.sha256((run / "answers.jsonl").read_bytes()).hexdigest()
+    assert check_folder(out).status == "verified" and load_run(run).integrity.status == "verified"
     # Never the C-STS text: uids and numbers only.
     assert set(rows[0]) == {"uid", "cluster", "cosine", "rank_label", "original", "reannotated", "candidate", "error"}
 
@@ -93,3 +100,17 @@ def test_the_documented_command_runs(csts_dir: Path, tmp_path: Path) -> None:
     words = line.replace("results/<qa-run>", str(tmp_path / "qa")).replace("<csts-dir>", str(csts_dir)).split()
     assert main([*words[2:], "--labels-file", str(labels)]) == 0
     assert json.loads((tmp_path / "qa" / "errors-even" / "scores.json").read_text())["k_max"] == 6
+
+
+def test_an_out_folder_holding_other_files_is_refused(
+    csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The output folder is replaced whole on a rerun, so one holding anything else is never taken."""
+    (tmp_path / "run").mkdir()
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("mine", encoding="utf-8")
+    argv = ["errors", str(tmp_path / "run"), "--data-dir", str(csts_dir), "--embed-model", "hash", "--out", str(keep)]
+    assert main(argv) == 2
+    assert "holds other files" in capsys.readouterr().err
+    assert [p.name for p in keep.iterdir()] == ["notes.txt"]
