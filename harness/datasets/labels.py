@@ -84,8 +84,10 @@ def labels_tsv(labels: dict[str, int | None], conditions: dict[str, str] | None 
 
 
 def conditions_hash(conditions: dict[str, str]) -> str:
-    """The data version of a set of conditions: sha256 of its `uid<TAB>condition` lines in uid order."""
-    text = "".join(f"{uid}\t{c}\n" for uid, c in sorted(conditions.items(), key=lambda kv: (len(kv[0]), kv[0])))
+    """The data version of a set of conditions: sha256 of its `uid<TAB>condition` lines in uid order, each condition
+    on one line as a labels file holds it."""
+    ordered = sorted(conditions.items(), key=lambda kv: (len(kv[0]), kv[0]))
+    text = "".join(f"{uid}\t{' '.join(c.split())}\n" for uid, c in ordered)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -122,7 +124,7 @@ def apply_labels_file(dataset: Dataset, path: Path) -> tuple[Dataset, dict[str, 
     }
     hashes = dataset.file_hashes | {f"labels:{Path(path).name}": f.sha256}
     if f.conditions:
-        hashes["conditions"] = conditions_hash({u: c for u, c in f.conditions.items() if f.labels[u] is not None})
+        hashes["conditions"] = conditions_hash(f.conditions)  # every row's, as `reannotate` records it
     return dataclasses.replace(dataset, examples=kept, file_hashes=hashes), left_out
 
 

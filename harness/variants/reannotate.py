@@ -5,7 +5,6 @@ harness/scoring/reannotation.py. Both steps go through the usual calling layer (
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -199,10 +198,3 @@ def reannotate(config: RunConfig, settings: Settings, examples: Sequence[Example
         for i, e in enumerate(examples)
     }
     return Outcome(examples, conditions, readings, ratings, rating_readings, labels, replies, metrics)
-
-
-def with_conditions(examples: Sequence[Example], conditions: Mapping[str, str] | None) -> list[Example]:
-    """The rows as rated: each with the condition it was rated under."""
-    if conditions is None:
-        return list(examples)
-    return [dataclasses.replace(e, condition=conditions[e.id]) for e in examples]

@@ -17,6 +17,7 @@ from harness.cli.main import main
 from harness.datasets.load import load_dataset
 from harness.types import Example
 from tests.fake_server import FakeServer
+from tests.real_model import MODEL, requires_smollm2
 
 CONDITION_PROMPT = "This is a Conditional STS task:"  # Figure 3's first words
 RATING_PROMPT = "Definition: Evaluate the similarity"  # Figure 4's
@@ -226,3 +227,49 @@ def test_bad_input_is_one_line_and_nothing_sent_or_written(
     assert err.count("\n") == 1 and err.startswith("error:") and message in err, err
     assert server.calls == []
     assert not (tmp_path / "out").exists() and not (tmp_path / "results").exists()
+
+
+def test_batch_mode_gives_the_labels_of_one_by_one(
+    csts_dir: Path, tmp_path: Path, validation: tuple[Example, ...]
+) -> None:
+    """--batch (OpenAI's batch API, tests/fake_batch_server.py): both steps as batches, every repeat its own item."""
+    from tests.fake_batch_server import FakeBatchServer
+
+    extra = ["--rewrite-conditions", "--repeats", "2", "--limit", "8", "--backend", "openai", "--model", "gpt-4o-mini"]
+    files = {}
+    for mode in ("one", "batch"):
+        with FakeBatchServer(answer=Fake(validation)) as server:
+            batch = ["--batch", "--batch-poll", "0.05"] if mode == "batch" else []
+            assert main(argv(csts_dir, tmp_path / mode, server, *extra, *batch)) == 0
+        files[mode] = (tmp_path / mode / "out" / "labels.tsv").read_text()
+        if mode == "batch":
+            assert server.calls == [] and sum(server.submitted.values()) == 8 + 2 * 8
+    assert files["batch"] == files["one"]
+    assert files["one"].count("\taspect ") == 6  # rows 2 and 4 keep their conditions
+
+
+@requires_smollm2
+def test_smollm2_replies_are_read_and_counted_as_they_are(
+    csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real model (SmolLM2-135M through hf, CPU) on 2 synthetic rows: whatever it writes, each reply's status is
+    what the json module alone says of it, and the counts printed are those of the replies file.
+    tests/bench/bench_reannotate_smollm2.py measures its invalid rate on more rows."""
+    argv = ["reannotate", "--model", MODEL, "--chat", "--data-dir", str(csts_dir), "--limit", "2", "--no-cache"]
+    argv += ["--no-progress", "--out", str(tmp_path / "labels.tsv"), "--results-dir", str(tmp_path)]
+    assert main(argv) == 0
+    replies = [json.loads(x) for x in (tmp_path / "labels.replies.jsonl").read_text().splitlines()]
+    assert len(replies) == 2
+    for r in replies:
+        try:
+            whole = json.loads(r["reply"].strip())
+        except json.JSONDecodeError:
+            whole = None
+        rating = whole.get("rating") if isinstance(whole, dict) else None
+        if type(rating) in (int, float) and rating in (1, 2, 3, 4, 5):  # type() is: JSON true is no rating
+            assert (r["status"], r["value"]) == ("json", rating)
+        else:
+            assert r["status"] != "json" and r["value"] in (None, 1, 2, 3, 4, 5)
+    record = json.loads((tmp_path / "labels.agreement.json").read_text())
+    assert record["ratings"]["json"] == sum(r["status"] == "json" for r in replies)
+    assert "rating replies: 2, invalid" in capsys.readouterr().out
