@@ -99,9 +99,10 @@ def cmd_reannotate(argv: Sequence[str]) -> int:
     from harness.variants.validate import validate_run
 
     a = reannotate_parser().parse_args(argv)
+    check_output(a.out, "--out", directory=False)
     replies_file, agreement_file = sidecars(a.out)
-    for path in (a.out, replies_file, agreement_file):
-        check_output(path, "--out", directory=False)
+    for path in (replies_file, agreement_file):
+        check_output(path, "a file beside --out", directory=False)
     config = RunConfig(
         model=a.model,
         backend=a.backend,

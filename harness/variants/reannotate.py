@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.calling.backends import BACKENDS, backend_name, make_backend
-from harness.calling.backends.base import Backend
+from harness.calling.backends.base import Backend, RemoteBackend
 from harness.calling.dispatch import call
 from harness.calling.estimate import Step, dry_run_estimate
 from harness.calling.options import DispatchStats, dispatch_options
@@ -160,7 +160,7 @@ def reannotate(config: RunConfig, settings: Settings, examples: Sequence[Example
     """Both steps, through one backend; --max-cost covers them together."""
     check(config, settings)
     examples = tuple(examples)
-    backend = make_backend(config)
+    backend = make_backend(config)  # built before any work: a missing key or engine fails here
     replies: list[dict[str, Any]] = []
     metrics: dict[str, Any] = {}
     readings: dict[str, Reading] = {}
@@ -180,6 +180,8 @@ def reannotate(config: RunConfig, settings: Settings, examples: Sequence[Example
     renderer = PromptRenderer(RATING_TEMPLATE)
     repeats = rating_requests(examples, conditions or {}, shot_views(), renderer, settings, config.max_tokens)
     flat = [r for repeat in repeats for r in repeat]
+    if settings.rewrite_conditions and isinstance(backend, RemoteBackend):
+        backend = make_backend(config)  # an API backend per step: a step closes its clients when it ends
     completions, metrics["ratings"] = _ask(config, backend, flat, f"ratings ({config.model})")
     ratings: list[list[int | None]] = []
     rating_readings = []
