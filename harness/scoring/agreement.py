@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 SCALE = (1, 2, 3, 4, 5)
 FEW = 30  # fewer items than this: a statistic is shown with a note, its uncertainty is wide
@@ -35,7 +35,7 @@ def _few(n: int) -> str | None:
     return f"only {n} items: a wide uncertainty" if n < FEW else None
 
 
-def krippendorff_alpha(ratings: Sequence[Sequence[float | None]], level: str) -> Statistic:
+def krippendorff_alpha(ratings: Sequence[Sequence[float | None]], level: Literal["ordinal", "interval"]) -> Statistic:
     """Alpha of repeated ratings: one row per repeat, one column per item, None where a repeat gave no valid
     rating (a missing value, as Krippendorff's alpha allows). `level`: "ordinal" or "interval"."""
     import krippendorff

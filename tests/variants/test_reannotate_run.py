@@ -256,6 +256,7 @@ def test_smollm2_replies_are_read_and_counted_as_they_are(
     what the json module alone says of it, and the counts printed are those of the replies file.
     tests/bench/bench_reannotate_smollm2.py measures its invalid rate on more rows."""
     argv = ["reannotate", "--model", MODEL, "--chat", "--data-dir", str(csts_dir), "--limit", "2", "--no-cache"]
+    argv += ["--max-tokens", "64"]  # bounds the CPU time; a cut reply is counted as what it is
     argv += ["--no-progress", "--out", str(tmp_path / "labels.tsv"), "--results-dir", str(tmp_path)]
     assert main(argv) == 0
     replies = [json.loads(x) for x in (tmp_path / "labels.replies.jsonl").read_text().splitlines()]
