@@ -37,6 +37,8 @@ def measure(setting: str, n: int, rewrite: bool, tmp: Path) -> dict[str, object]
     seconds = time.perf_counter() - start
     record = json.loads(out.with_name("labels.agreement.json").read_text())
     row: dict[str, object] = {"setting": setting, "rc": rc, "seconds": round(seconds, 1), "ratings": record["ratings"]}
+    replies = [json.loads(x) for x in out.with_name("labels.replies.jsonl").read_text().splitlines()]
+    row["first_replies"] = [(r["reply"] or "")[:160] for r in replies[:3]]  # what the model wrote, to read
     if rewrite:
         row["conditions"] = {k: v for k, v in record["conditions"].items() if k != "conditions_sha256"}
     return row
