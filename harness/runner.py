@@ -12,7 +12,7 @@ from typing import Any
 from harness.calling.backends.base import Backend
 from harness.calling.pricing import Price, price_of
 from harness.config.settings import RunConfig
-from harness.datasets.labels import apply_label_set, take_subset
+from harness.datasets.labels import apply_label_set, label_set_name, take_subset
 from harness.datasets.load import LABEL_RANGES, LoadCache, load_dataset
 from harness.prompting.fewshot import ReferencePicker, ShotPicker, make_picker
 from harness.prompting.prepared import Prepared
@@ -223,7 +223,7 @@ def _split_label(config: RunConfig) -> str:
         if config.labels == "original":
             parts.append("original-labels")
     if config.labels != "original" and config.labels not in config.subset:
-        parts.append(config.labels)
+        parts.append(label_set_name(config.labels))  # a labels file: labels-<its stem>
     return "-".join(parts)
 
 

@@ -41,6 +41,9 @@ class Request:
     prompt: str
     max_tokens: int = 20  # Deshpande et al. 2023, App. A.3: 20 generation tokens
     temperature: float = 0.0
+    # The n-th asking of the same prompt (repeat-run agreement, harness/variants/reannotate.py): never sent, but
+    # part of the cache key when not 0, so that repeats are answered anew rather than copied from the cache.
+    sample: int = 0
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ def request_key(backend: Backend, request: Request, params: dict[str, object] | 
         "max_tokens": request.max_tokens,
         "temperature": request.temperature,
     }
+    if request.sample:  # only when set: the keys of every request made before `sample` existed stay the same
+        identity["sample"] = request.sample
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -43,7 +45,7 @@ def _scalar(value: object) -> str:
 
 class KeyMaker:
     """request_key(backend, r, params) for every r, with the shared parts encoded once. The JSON is spelled out
-    in request_key's sorted key order: backend, max_tokens, model, params, prompt, temperature, v."""
+    in request_key's sorted key order: backend, max_tokens, model, params, prompt, [sample,] temperature, v."""
 
     def __init__(self, backend: Backend, params: dict[str, object] | None = None) -> None:
         params = backend.describe() if params is None else params
@@ -55,8 +57,9 @@ class KeyMaker:
         prompt = request.prompt
         # json.dumps writes a str subclass or a non-str through `default=str`: leave those to the definition.
         encoded = encode_basestring_ascii(prompt) if type(prompt) is str else _ENCODER.encode(prompt)
+        sample = f', "sample": {_scalar(request.sample)}' if request.sample else ""
         text = (
-            f"{self._head}{_scalar(request.max_tokens)}{self._middle}{encoded}"
+            f"{self._head}{_scalar(request.max_tokens)}{self._middle}{encoded}{sample}"
             f', "temperature": {_scalar(request.temperature)}{self._tail}'
         )
         return hashlib.sha256(text.encode()).hexdigest()

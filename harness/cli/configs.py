@@ -63,9 +63,9 @@ def grid_from_args(a: argparse.Namespace) -> dict[str, list[Any]]:
     return {name: getattr(a, name) for name in GRID_FIELDS if isinstance(getattr(a, name), list)}
 
 
-def config_from_args(a: argparse.Namespace) -> RunConfig:
-    """The parsed options as a RunConfig (validate.validate checks the values)."""
-    api = ApiOptions(
+def api_options(a: argparse.Namespace) -> ApiOptions:
+    """The API options group (options.add_api_args) as ApiOptions; the run and reannotate commands share it."""
+    return ApiOptions(
         batch=batch_options(a),
         base_urls=tuple(a.base_url),
         concurrency=a.concurrency,
@@ -84,13 +84,22 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         reasoning_effort=a.reasoning_effort,
         anthropic_greedy=a.anthropic_greedy,
     )
-    local = LocalOptions(
+
+
+def local_options(a: argparse.Namespace) -> LocalOptions:
+    """The local-backend options group (options.add_local_args) as LocalOptions."""
+    return LocalOptions(
         dtype=a.dtype,
         tensor_parallel=a.tensor_parallel,
         gpu_memory_utilization=a.gpu_memory_utilization,
         max_model_len=a.max_model_len,
         batch_size=a.batch_size,
     )
+
+
+def config_from_args(a: argparse.Namespace) -> RunConfig:
+    """The parsed options as a RunConfig (validate.validate checks the values)."""
+    api, local = api_options(a), local_options(a)
     return RunConfig(
         model=first(a.model),  # a comma list's first value: the sweep's base (grid_from_args has the rest)
         backend=a.backend,

@@ -15,6 +15,7 @@ from harness.cli.config_file import split_config
 from harness.cli.configs import config_from_args, grid_from_args
 from harness.cli.errors import cmd_errors
 from harness.cli.options import Parser, add_data_args, run_parser
+from harness.cli.reannotate import cmd_reannotate
 from harness.cli.report_cmd import cmd_report  # report_cmd loads the report's modules when it runs
 from harness.cli.summary import print_dry_run, print_summary
 from harness.config.settings import RunConfig
@@ -198,6 +199,7 @@ COMMANDS = {  # keys as in options.COMMAND_HELP, which `run_eval.py --help` list
     "compare": cmd_compare,
     "batches": cmd_batches,
     "errors": cmd_errors,
+    "reannotate": cmd_reannotate,
 }
 
 

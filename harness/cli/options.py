@@ -37,6 +37,7 @@ COMMAND_HELP = {
     "compare": "paired comparison of two runs on the items both answered",
     "batches": "the batches submitted with --batch: pending, finished, expired, with counts; calls no API",
     "errors": "annotation-error candidates from a qa run's answers (Tu et al. 2024, §4.2), scored",
+    "reannotate": "LLM re-annotation (Zhang et al. 2025): a labels file for --labels, with its agreement",
 }
 EXIT_CODES = """exit status:
   0    every query has a prediction
@@ -112,7 +113,7 @@ def run_parser() -> Parser:
     )
     p.add_argument("--seed", type=int, default=RunConfig.seed, help="seeds shot choice and the invalid-output fallback")
     p.add_argument("--limit", type=int, help="evaluate only the first N queries (default: all)")
-    p.add_argument("--labels", default=RunConfig.labels, help="label set: original, or reannotated (Tu et al. 2024)")
+    p.add_argument("--labels", default=RunConfig.labels, help="original, reannotated (Tu et al. 2024) or a labels FILE")
     p.add_argument(
         "--subset",
         default=RunConfig.subset,

@@ -17,6 +17,7 @@ def _parsers() -> list[tuple[str, Parser]]:
     from harness.cli.errors import errors_parser
     from harness.cli.main import compare_parser, data_report_parser, extract_parser, overlap_parser
     from harness.cli.options import run_parser
+    from harness.cli.reannotate import reannotate_parser
     from harness.cli.report_cmd import report_parser
 
     return [
@@ -28,6 +29,7 @@ def _parsers() -> list[tuple[str, Parser]]:
         ("compare", compare_parser()),
         ("batches", batches_parser()),
         ("errors", errors_parser()),
+        ("reannotate", reannotate_parser()),
     ]
 
 

@@ -25,6 +25,14 @@ def test_request_key_is_still_the_sha256_of_the_sorted_json() -> None:
     assert request_key(Stub(), Request("1", "Rate: a. Output:")) == want
 
 
+def test_a_repeat_has_a_key_of_its_own_and_the_first_keeps_the_old_key() -> None:
+    first, again = Request("a", "Rate: a. Output:"), Request("b", "Rate: a. Output:", sample=1)
+    identity = FROZEN | {"params": PARAMS, "temperature": 0.0, "sample": 1}
+    want = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+    assert request_key(Stub(), again) == want != request_key(Stub(), first)
+    assert KeyMaker(Stub())(again) == want
+
+
 class Odd:
     def __str__(self) -> str:
         return "an object only default=str can write"
@@ -45,7 +53,8 @@ def test_keymaker_agrees_with_request_key(params: dict[str, object]) -> None:
     requests = [Request("0", ""), Request("1", "x", max_tokens=None), Request("2", "y", 5, None)]
     for i in range(300):
         prompt = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
-        requests.append(Request(str(i), prompt, rng.choice([1, 20, 4096]), rng.choice([0.0, 0.7, 1.0, 1e-7])))
+        sample = rng.choice([0, 0, 1, 4, 12])  # repeats of one prompt (harness/variants/reannotate.py)
+        requests.append(Request(str(i), prompt, rng.choice([1, 20, 4096]), rng.choice([0.0, 0.7, 1.0, 1e-7]), sample))
     backend = Stub(name="anthropic", model='claude "x"', params=params)
     keys = KeyMaker(backend)
     for r in requests:

@@ -13,6 +13,7 @@ from harness.cli.batches import batches_parser
 from harness.cli.errors import errors_parser
 from harness.cli.options import COMMAND_HELP, run_parser
 from harness.cli.parser import HelpFormatter
+from harness.cli.reannotate import reannotate_parser
 from harness.cli.report_cmd import report_parser
 from tests.conftest import ROOT
 
@@ -25,6 +26,7 @@ PARSERS = {
     "compare": cli.compare_parser,
     "batches": batches_parser,
     "errors": errors_parser,
+    "reannotate": reannotate_parser,
 }
 
 

@@ -128,5 +128,5 @@ def test_label_file_ends_of_the_scale_and_invalid_marks(tmp_path: Path) -> None:
     path = tmp_path / "labels.tsv"
     path.write_text("uid\treannotated-label\n0\t1\n1\t5\n2\t-1\n3\t2.5\n")
     assert load_reannotated(path) == {"0": 1.0, "1": 5.0, "2": None, "3": 2.5}
-    with pytest.raises(HarnessError, match="cannot read re-annotated labels"):
+    with pytest.raises(HarnessError, match="re-annotated labels .*absent.tsv does not exist"):
         load_reannotated(tmp_path / "absent.tsv")

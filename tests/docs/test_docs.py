@@ -32,6 +32,7 @@ ALLOWED = {  # a line matching the pattern is not run, for the reason given
     r"^python run_eval.py batches\b": "lists what --batch sent; dry runs send none (tests/calling/test_batch_run.py)",
     r"--answers results/": "needs an earlier qa run's answers.jsonl, which a dry run does not write",
     r"^python run_eval.py errors\b": "needs a qa run's answers.jsonl: tests/variants/test_error_id_run.py runs it",
+    r"--labels labels/": "needs the labels file a reannotate dry run does not write: test_reannotate_run.py runs one",
 }
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 

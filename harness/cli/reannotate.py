@@ -1,0 +1,201 @@
+"""`run_eval.py reannotate --model M --out FILE`: Zhang et al. (2025)'s LLM re-annotation of a C-STS split. Writes a
+labels file that `run_eval.py --labels FILE` evaluates against, every reply beside it, and the agreement."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.cli.options import Parser, add_api_args, add_data_args, add_local_args
+from harness.config.settings import RunConfig
+from harness.inputs import check_output
+
+EXIT_INCOMPLETE = 3  # as a run: files written, some requests failed; the same command again retries only those
+
+
+def reannotate_parser() -> Parser:
+    from harness.variants.reannotate import MAX_TOKENS
+
+    p = Parser(
+        prog="run_eval.py reannotate",
+        description="LLM re-annotation of C-STS (Zhang et al. 2025): optionally rewrite each condition (Figure 3), "
+        "then rate each pair under it (Figure 4, 5 synthetic shots, JSON replies). Writes a labels file for "
+        "`run_eval.py --labels FILE`, the replies (FILE.replies.jsonl) and the agreement (FILE.agreement.json).",
+    )
+    p.add_argument("--model", required=True, help="required: the model that re-annotates (any backend's)")
+    p.add_argument("--backend", help="its backend (default: implied by the model name)")
+    p.add_argument("--out", type=Path, required=True, help="required: the labels file to write (TSV)")
+    p.add_argument("--split", default="validation", help="C-STS split: train, validation or test")
+    p.add_argument("--limit", type=int, help="only the split's first N rows (default: all)")
+    p.add_argument(
+        "--rewrite-conditions",
+        action="store_true",
+        help="first rewrite each condition (Figure 3); the labels file then carries the conditions, a new data "
+        "version whose hash runs record",
+    )
+    p.add_argument("--repeats", type=int, default=1, help="ask each rating N times (repeat-run Krippendorff's alpha)")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="sampling temperature (the paper does not say; 0: the harness's greedy default, where repeats only "
+        "measure the provider's own nondeterminism)",
+    )
+    p.add_argument(
+        "--with-original",
+        action="store_true",
+        help="label = mean of the ratings and the original label, rounded (Zhang et al.'s V(y_human + y_LLM)); "
+        "default: the mean of the ratings alone",
+    )
+    p.add_argument("--max-tokens", type=int, default=MAX_TOKENS, metavar="N", help="output tokens per reply")
+    p.add_argument(
+        "--chat",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="--chat: the model's chat template; --no-chat: raw text (default: the backend's, as for a run)",
+    )
+    p.add_argument("--think-tags", default=RunConfig.think_tags, help="inline thought delimiters split off first")
+    add_data_args(p)
+    p.add_argument(
+        "--results-dir", type=Path, default=RunConfig.results_dir, help="where the response cache lives by default"
+    )
+    p.add_argument("--dry-run", action="store_true", help="render every prompt, count tokens and cost; call no model")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_api_args(p.add_argument_group("API backends (openai, anthropic, OpenAI-compatible servers)"))
+    add_local_args(p.add_argument_group("local GPU backends (vllm, hf)"))
+    return p
+
+
+def sidecars(out: Path) -> tuple[Path, Path]:
+    """The files written beside the labels file: the replies and the agreement."""
+    return out.with_name(out.stem + ".replies.jsonl"), out.with_name(out.stem + ".agreement.json")
+
+
+def reference_labels(split: str, rows: int) -> tuple[dict[str, float | None] | None, str]:
+    """Tu et al.'s labels where they can be compared (matched by row position: the official validation file only),
+    else None and why not."""
+    from harness.datasets.labels import load_reannotated
+
+    if split != "validation":
+        return None, "Tu et al.'s labels cover the C-STS validation split only"
+    tu = load_reannotated()
+    if len(tu) != rows:
+        return None, f"not the official validation file ({rows} rows, Tu et al.'s has {len(tu)}): rows not matched"
+    return tu, ""
+
+
+def cmd_reannotate(argv: Sequence[str]) -> int:
+    from harness.cli.configs import api_options, local_options
+    from harness.cli.summary import print_dry_run
+    from harness.datasets.labels import conditions_hash, labels_tsv
+    from harness.datasets.load import load_dataset
+    from harness.results.write import write_atomic
+    from harness.scoring.agreement import PUBLISHED, agreement
+    from harness.scoring.reannotation import counts
+    from harness.variants.reannotate import Settings, check, estimate, reannotate
+    from harness.variants.validate import validate_run
+
+    a = reannotate_parser().parse_args(argv)
+    check_output(a.out, "--out", directory=False)
+    replies_file, agreement_file = sidecars(a.out)
+    for path in (replies_file, agreement_file):
+        check_output(path, "a file beside --out", directory=False)
+    config = RunConfig(
+        model=a.model,
+        backend=a.backend,
+        dataset="csts",
+        split=a.split,
+        limit=a.limit,
+        data_dir=a.data_dir,
+        archive=a.archive,
+        password_file=a.password_file,
+        results_dir=a.results_dir,
+        dry_run=a.dry_run,
+        progress=not a.no_progress,
+        api=api_options(a),
+        local=local_options(a),
+        chat=a.chat,
+        max_tokens=a.max_tokens,
+        think_tags=a.think_tags,
+    )
+    settings = Settings(a.rewrite_conditions, a.repeats, a.temperature, a.with_original)
+    validate_run(config)  # the run command's checks of the values, the model and its backend
+    check(config, settings)
+    dataset = load_dataset("csts", a.split, a.data_dir, a.archive, a.password_file)
+    examples = dataset.examples[: a.limit] if a.limit is not None else dataset.examples
+    if a.dry_run:
+        print_dry_run(estimate(config, settings, examples))
+        return 0
+    outcome = reannotate(config, settings, examples)
+    original = {e.id: e.label for e in outcome.examples}
+    tu, why = reference_labels(a.split, len(dataset.examples))
+    record: dict[str, Any] = {
+        "model": a.model,
+        "split": a.split,
+        "rows": len(outcome.examples),
+        "repeats": a.repeats,
+        "temperature": a.temperature,
+        "label": "mean of ratings and original label, rounded" if a.with_original else "mean of ratings, rounded",
+        "labelled": sum(v is not None for v in outcome.labels.values()),
+        "ratings": counts(outcome.rating_readings),
+        **agreement(outcome.ratings, outcome.labels, original, tu, why),
+        "published": PUBLISHED,
+        "data_hashes": dataset.file_hashes,
+        "metrics": outcome.metrics,
+    }
+    if a.with_original:
+        record["kappa_vs_original"]["note"] = "the labels average in the original label: agreement is inflated"
+    if outcome.conditions is not None:
+        readings = list(outcome.condition_readings.values())
+        changed = sum(outcome.conditions[e.id] != e.condition for e in outcome.examples)
+        record["conditions"] = counts(readings) | {
+            "changed": changed,
+            "kept_original_after_invalid_reply": sum(not r.valid for r in readings),
+            "conditions_sha256": conditions_hash(outcome.conditions),
+        }
+    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in outcome.replies)
+    write_atomic(replies_file, lines)  # first: every paid reply is kept, whatever comes after
+    write_atomic(agreement_file, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    # -1 where no repeat gave a valid rating: such rows are left out when a run evaluates against the file
+    write_atomic(a.out, labels_tsv(outcome.labels, outcome.conditions))
+    print_agreement(record)
+    print(f"labels: {a.out}  (run_eval.py --model ... --split {a.split} --labels {a.out})")
+    print(f"replies: {replies_file}\nagreement: {agreement_file}")
+    return EXIT_INCOMPLETE if outcome.errors else 0
+
+
+def _stat(s: dict[str, Any]) -> str:
+    value = "None" if s["value"] is None else f"{s['value']:.3f}"
+    return f"{value} (n={s['n']}" + (f"; {s['note']})" if s["note"] else ")")
+
+
+def print_agreement(r: dict[str, Any]) -> None:
+    """The headline numbers, each with its note where it could mislead."""
+    rc = r["ratings"]
+    invalid = "n/a" if rc["invalid_pct"] is None else f"{rc['invalid_pct']:.1f}%"
+    print(
+        f"reannotate ({r['model']}, {r['split']}): {r['rows']} rows x {r['repeats']} repeats; "
+        f"{r['labelled']} labelled; rating replies: {rc['replies']}, invalid {invalid} "
+        f"(invalid-json {rc['invalid-json']}, bad-field {rc['bad-field']}, embedded {rc['embedded']}, "
+        f"errors {rc['error']})"
+    )
+    if "conditions" in r:
+        c = r["conditions"]
+        print(
+            f"  conditions: {c['changed']} changed of {c['replies']}; invalid replies {c['invalid-json']} "
+            f"invalid-json, {c['bad-field']} bad-field, {c['error']} errors (original kept)"
+        )
+    print(
+        f"  Krippendorff's alpha (repeats): ordinal {_stat(r['alpha_ordinal'])}, interval {_stat(r['alpha_interval'])}"
+    )
+    print(f"  Cohen's kappa (unweighted) vs original labels: {_stat(r['kappa_vs_original'])}")
+    print(f"  Spearman vs original labels: {_stat(r['spearman_vs_original'])}")
+    print(f"  vs Tu et al. 2024 labels: kappa {_stat(r['kappa_vs_tu2024'])}, Spearman {_stat(r['spearman_vs_tu2024'])}")
+    p = r["published"]
+    print(
+        f"  published (Zhang et al. 2025, §3): alpha {p['alpha']} (Claude-3.7-Sonnet, 5 repeats of 100 train rows), "
+        f"kappa {p['kappa_vs_original']} (mean of human, GPT-4o and Claude vs original): other data and models"
+    )

@@ -1,0 +1,83 @@
+"""Reading the re-annotation prompts' JSON replies: a table of replies, each with what it must give."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.scoring.reannotation import combined_label, counts, read_condition, read_rating
+
+
+@pytest.mark.parametrize(
+    ("reply", "value", "status"),
+    [
+        ('{"rating": 4, "justification": "Both say three."}', 4, "json"),
+        ('  {"rating": 1.0, "justification": ""}\n', 1, "json"),
+        ('```json\n{"rating": 5, "justification": "Same."}\n```', 5, "embedded"),
+        ('Here is my answer: {"rating": 2} Hope this helps {"rating": 3}', 2, "embedded"),  # the first object
+        ('{not json} then {"rating": 3}', 3, "embedded"),
+        ('{"rating": "4", "justification": "x"}', None, "bad-field"),  # a string, not a number
+        ('{"rating": 4.5}', None, "bad-field"),
+        ('{"rating": 6}', None, "bad-field"),
+        ('{"rating": 0}', None, "bad-field"),
+        ('{"rating": true}', None, "bad-field"),  # JSON true is Python 1: still not a rating
+        ('{"score": 3}', None, "bad-field"),
+        ('[{"rating": 3}]', 3, "embedded"),  # a list is not the object asked for; the object inside it is
+        ('{"rating": 4, "justification": "Both mention the cut', None, "invalid-json"),  # cut at max_tokens
+        ("4", None, "invalid-json"),
+        ("", None, "invalid-json"),
+        (None, None, "invalid-json"),
+    ],
+)
+def test_read_rating(reply: str | None, value: int | None, status: str) -> None:
+    r = read_rating(reply)
+    assert (r.value, r.status) == (value, status)
+
+
+def test_a_failed_request_is_an_error_not_an_invalid_reply() -> None:
+    assert read_rating(None, "HTTP 500").status == "error"
+    assert read_condition(None, "timeout").status == "error"
+
+
+@pytest.mark.parametrize(
+    ("reply", "value", "status"),
+    [
+        ('{"improved_condition": "species of  animal", "justification": "Specific."}', "species of animal", "json"),
+        ('{"improved_condition": "color of shirt", "justification": ""}', "color of shirt", "json"),
+        ('{"improved_condition": "", "justification": ""}', None, "bad-field"),
+        ('{"improved_condition": 3}', None, "bad-field"),
+        ('{"condition": "x"}', None, "bad-field"),
+        ("improved_condition: type of room", None, "invalid-json"),
+    ],
+)
+def test_read_condition(reply: str, value: str | None, status: str) -> None:
+    r = read_condition(reply)
+    assert (r.value, r.status) == (value, status)
+
+
+def test_justification_is_kept_when_it_is_text() -> None:
+    assert read_rating('{"rating": 2, "justification": "Different topics."}').justification == "Different topics."
+    assert read_rating('{"rating": 2, "justification": 7}').justification is None
+
+
+def test_counts_and_the_invalid_share_leave_failed_requests_apart() -> None:
+    readings = [read_rating('{"rating": 3}'), read_rating('```{"rating": 3}```'), read_rating("nope")]
+    readings += [read_rating('{"rating": 9}'), read_rating(None, "HTTP 500")]
+    c = counts(readings)
+    assert (c["json"], c["embedded"], c["invalid-json"], c["bad-field"], c["error"]) == (1, 1, 1, 1, 1)
+    assert c["invalid_pct"] == 50.0 and c["not_bare_json_pct"] == 75.0  # of the 4 answered
+
+
+@pytest.mark.parametrize(
+    ("ratings", "original", "label"),
+    [
+        ([4, 5], None, 5),  # 4.5: halves up (Python's round() would give 4)
+        ([2, 3, None], None, 3),
+        ([1, 2, 2], None, 2),
+        ([None, None], None, None),
+        ([5], 1.0, 3),  # V(y_human + y_LLM)
+        ([4, 4], 1.0, 3),
+        ([None], 5.0, None),  # no rating: no label, even with the original
+    ],
+)
+def test_combined_label(ratings: list[int | None], original: float | None, label: int | None) -> None:
+    assert combined_label(ratings, original) == label
