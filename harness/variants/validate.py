@@ -22,8 +22,8 @@ from harness.variants.answers import answer_config, check_answer_backend, read_a
 
 def validate_run(config: RunConfig) -> None:
     """Raise HarnessError (one line) for the first thing wrong with this configuration."""
+    v = check_variant(config)  # first, as config/validate.py checked the variant before its files
     validate(config)
-    v = check_variant(config)
     check_think_tags(config)
     if config.answers is not None:
         read_answers(Path(config.answers))  # parsed now, so a dry run refuses a broken file as a real run does

@@ -108,7 +108,7 @@ def test_even_distribution_is_set_beside_its_own_row_of_table_2(tmp_path: Path) 
         ({}, "gpt-4o", "answers by gpt-4o, not GPT-3.5"),
         ({"instances": 120}, "gpt-3.5-turbo", "120 instances, not the 2,620 validly re-annotated"),
         ({"k_max": 6}, "gpt-3.5-turbo", "K searched in 1–6, not 1–20"),
-        ({"labels_file": "mine.tsv"}, "gpt-3.5-turbo", "another re-annotation than Tu et al.'s"),
+        ({"labels_file": "mine.tsv"}, "gpt-3.5-turbo", "scored against another re-annotation than Tu et al.'s"),
         ({"answers_sha256": "0" * 64}, "gpt-3.5-turbo", "computed from other answers than the run folder's"),
     ],
 )
