@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from anywhere: harness, tests
 
 from harness.reporting.report import write_report
+from harness.results.manifest import write_manifest
 from tests.synthetic_runs import make_run
 
 
@@ -32,16 +33,19 @@ def _long_prompts(run_dir: Path, shots: int) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--runs", type=int, default=8)
+    p.add_argument("--runs", type=int, default=8, help="run folders in the report (at least 2: side by side)")
     p.add_argument("--chromium", default=shutil.which("chromium"))
     a = p.parse_args()
+    if a.runs < 2:
+        p.error("--runs must be at least 2 (the page's side-by-side view needs two runs)")
     tmp = Path(tempfile.mkdtemp(prefix="bench-report-"))
     try:
         dirs = []
         for i in range(a.runs):
             d = make_run(tmp / "results", f"run{i}", model=f"model-{i % 4}", shots=2 * (i // 4), n=2834,
-                         invalid_every=3 + i, offset=i % 3, new_fields=True)  # fmt: skip
+                         invalid_every=3 + i, offset=i % 3, new_fields=True, manifest=False)  # fmt: skip
             _long_prompts(d, 2 * (i // 4))
+            write_manifest(d)  # written last, as a runner does: the report must not flag the folder as altered
             dirs.append(d)
         t = time.perf_counter()
         out = write_report(dirs, tmp / "report")
@@ -49,12 +53,12 @@ def main() -> None:
         print(f"write_report: {a.runs} runs x 2,834 samples in {time.perf_counter() - t:.2f}s; "
               f"index.html {size / 1e6:.1f} MB")  # fmt: skip
         if a.chromium:
-            _browser(out / "index.html", a.chromium)
+            _browser(out / "index.html", a.chromium, a.runs)
     finally:
         shutil.rmtree(tmp)
 
 
-def _browser(page_path: Path, executable: str) -> None:
+def _browser(page_path: Path, executable: str, runs: int) -> None:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -64,7 +68,7 @@ def _browser(page_path: Path, executable: str) -> None:
         page.goto(page_path.as_uri())
         print(f"chromium: page loaded and first run shown in {time.perf_counter() - t:.2f}s")
         steps = [
-            ("select another run", lambda: page.select_option("#sb-run", "R5")),
+            ("select another run", lambda: page.select_option("#sb-run", f"R{runs}")),
             ("filter to no-number", lambda: page.select_option("#sb-reason", "no-number")),
             ("sort by |prediction - label|", lambda: page.select_option("#sb-sort", "diff-desc")),
             ("next page", lambda: page.click("#sb-next")),
