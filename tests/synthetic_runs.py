@@ -106,3 +106,13 @@ def make_run(
     if manifest:
         write_manifest(run_dir)
     return run_dir
+
+
+def overlap_run(results: Path, limit: int = 200, run_id: str = "r") -> Path:
+    """A real run folder written by the harness itself: the offline `overlap` model on the first `limit` bundled
+    STS-B items (for tests of what readers make of a folder as written, or altered after)."""
+    from harness.cli.main import main  # the top of the stack: imported only when a test asks for a run
+
+    args = ["--model", "overlap", "--dataset", "stsb", "--limit", str(limit), "--results-dir", str(results)]
+    assert main([*args, "--run-id", run_id, "--no-progress"]) == 0
+    return results / run_id

@@ -11,17 +11,14 @@ import pandas as pd
 import pytest
 
 from harness.cli.main import main
-from tests.synthetic_runs import make_run
+from tests.synthetic_runs import make_run, overlap_run
 
 DELETED = "run folder altered after it was written: samples.jsonl changed since it was written (199 lines, 200 written)"
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    results = tmp_path_factory.mktemp("results")
-    args = ["--model", "overlap", "--dataset", "stsb", "--limit", "200", "--results-dir", str(results)]
-    assert main([*args, "--run-id", "r", "--no-progress"]) == 0
-    return results / "r"
+    return overlap_run(tmp_path_factory.mktemp("results"))
 
 
 def report(paths: list[Path], out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, str, pd.DataFrame]:

@@ -11,17 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
 from harness.results.manifest import ALTERED, UNVERIFIED, VERIFIED
 from harness.results.read import finished_runs, load_run
+from tests.synthetic_runs import overlap_run
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    results = tmp_path_factory.mktemp("results")
-    args = ["--model", "overlap", "--dataset", "stsb", "--limit", "200", "--results-dir", str(results)]
-    assert main([*args, "--run-id", "r", "--no-progress"]) == 0
-    return results / "r"
+    return overlap_run(tmp_path_factory.mktemp("results"))
 
 
 def copy(written: Path, tmp_path: Path) -> Path:
