@@ -140,13 +140,21 @@ def test_templates_render_as_under_jinja2s_own_environment(tmp_path: Path) -> No
     own.write_text('{% set ns = namespace(n=0) %}{% for i in range(3) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}'
                    '{{ dict(a=1)["a"] }}{% set c = cycler("x", "y") %}{{ c.next() }}{{ c.next() }}'
                    '{% include "csts/none.j2" %}')  # fmt: skip
-    fields = {"sentence1": " a b ", "sentence2": "c", "condition": "C.", "answer1": "x", "answer2": "y", "label": 4.0}
+    fields = {
+        "sentence1": " a b ",
+        "sentence2": "c",
+        "condition": "C.",
+        "answer1": "x",
+        "answer2": "y",
+        "label": 4.0,
+        "reply": '{"rating": 4, "justification": "j"}',
+    }  # reply: reannotate/rating.j2's shots
     query, shot = SimpleNamespace(**fields), SimpleNamespace(**fields)
     names = [*sorted(p.relative_to(TEMPLATES_DIR).as_posix() for p in TEMPLATES_DIR.rglob("*.j2")), str(own)]
     for name in names:
         ours = PromptRenderer(name)
         plain = jinja2.Environment(loader=ours.env.loader, undefined=jinja2.StrictUndefined, autoescape=False)
-        extra = {"sentence": " s ", "question": "What?"}  # qa-answer.j2's own variables
+        extra = {"sentence": " s ", "question": "What?", "condition": " D. "}  # qa-answer's, reannotate/rating's
         expected = plain.get_template(ours.name).render(query=query, shots=[shot, shot], **extra)
         assert ours.render(query, [shot, shot], **extra) == expected, name  # type: ignore[arg-type]
 
