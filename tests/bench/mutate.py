@@ -43,6 +43,9 @@ MODULES: dict[str, list[str]] = {
     "harness/scoring/score.py": ["tests/scoring/test_score.py"],
     "harness/scoring/parsing.py": ["tests/scoring/test_parsing.py"],
     "harness/scoring/expected.py": ["tests/scoring/test_expected.py"],
+    "harness/scoring/reasoning.py": ["tests/scoring/test_reasoning.py"],
+    "harness/scoring/agreement.py": ["tests/scoring/test_agreement.py"],
+    "harness/scoring/reannotation.py": ["tests/scoring/test_reannotation.py"],
     "harness/prompting/fewshot.py": [
         "tests/prompting/test_fewshot.py",
         "tests/prompting/test_fewshot_golden.py",

@@ -125,3 +125,19 @@ def test_the_pair_that_shows_first_is_found_as_a_plain_scan_finds_it() -> None:
         assert got == want, text
         seen_pairs.add(pair)
     assert len(seen_pairs) == len(tags) + 1  # every pair (and none) was the first one somewhere
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "want"),
+    [
+        (None, "a thought, no text", Split(None, "a thought, no text")),  # no reply text: the field is the thought
+        ("</think>4", None, Split("4", "")),  # the closing tag first (the template opened it): an empty thought
+    ],
+)
+def test_edge_replies_split_as_they_should(text: str | None, field: str | None, want: Split) -> None:
+    assert split_reply(text, field, AUTO) == want
+
+
+def test_one_hidden_reasoning_token_with_no_answer_is_a_cut_off() -> None:
+    assert thinking_cut_off(Split("", None), "length", 1)
+    assert not thinking_cut_off(Split("", None), "length", 0)
