@@ -89,6 +89,11 @@ class Completion:
     # The thought the provider returned apart from the answer (a server's reasoning_content, Anthropic's thinking
     # blocks); `text` is then the answer. A thought inline in the text stays there (harness/scoring/reasoning.py).
     reasoning: str | None = None
+    # A reply that came back (paid for) but could not be read: "code: detail" (harness/calling/backends/base.py
+    # `read_reply`); `text` is then "" (scored invalid, reason "malformed") and `raw` keeps the body as received
+    # (key redacted, capped), so the answer is cached and never bought again.
+    malformed: str | None = None
+    raw: str | None = field(default=None, repr=False)
     # The provider's rate-limit headers on this reply, for dispatch's limiter; never stored or compared.
     rate_limit: RateLimit | None = field(default=None, compare=False, repr=False)
 
@@ -117,4 +122,7 @@ class Scored:
     truncated: bool = False  # the reply was cut at the size cap
     expected: float | None = None  # --scoring expected: probability-weighted score (never mixed with prediction)
     expected_mass: float | None = None  # the probability the valid score tokens had before renormalising
+    # --scoring expected: score-token values dropped as no log-probability (NaN, +inf, > 0), or all of them when
+    # they summed past 1 (harness/scoring/expected.py collect_score_probs); None when none was
+    expected_dropped: int | None = None
     reasoning: str | None = None  # the thought before the answer (`output` is then the answer only)

@@ -57,6 +57,8 @@ def _completion(request_id: str, row: tuple[str, int, int, str | None]) -> Compl
         truncated=bool(meta.get("truncated", False)),
         score_probs=meta.get("score_probs"),  # --scoring expected
         reasoning=meta.get("reasoning"),  # a thought returned beside the answer
+        malformed=meta.get("malformed"),
+        raw=meta.get("raw"),  # a paid reply that could not be read (reading.py)
     )
 
 
@@ -193,6 +195,7 @@ class ResponseCache:
         meta |= {"score_probs": dict(c.score_probs)} if c.score_probs is not None else {}
         meta |= {"reasoning": c.reasoning} if c.reasoning is not None else {}
         meta |= {"reasoning_tokens": u.reasoning_tokens} if u.reasoning_tokens else {}
+        meta |= {"malformed": c.malformed, "raw": c.raw} if c.malformed is not None else {}
         text, escaped = stored_text(completion.text)
         meta |= {"text": JSON_TEXT} if escaped else {}
         row = (key, text, u.input_tokens, u.output_tokens, plain(backend), plain(model), time.time(), json.dumps(meta))

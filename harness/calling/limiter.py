@@ -34,6 +34,10 @@ CUT = 0.5  # the window after a 429, as a share of what it was
 GROW_PERIOD = 0.1  # seconds: the window grows back by at most one slot in this time
 PACE = 0.95  # share of a provider-reported limit we pace to: headroom for clocks and for other clients
 RETRY_AFTER_CAP = 60.0  # seconds: the longest pause a retry-after may impose on the whole run
+# seconds: the longest reset a rate-limit header is read as. The limits they report are per minute (OpenAI's
+# x-ratelimit-limit-requests is an RPM, Anthropic's buckets refill within the minute), so a bucket is whole again
+# within 60 s; a reset of 10^9 s or in the year 9999 would pace a run to a request an age (issue 30).
+RESET_CAP = RETRY_AFTER_CAP
 FIRST_RTT = 0.1  # seconds assumed for a round trip until one is measured
 LEARN_DEFICIT = 0.1  # a refill rate is read from headers only while the bucket is at least this far from full
 LEARN_WEIGHT = 0.2  # each new reading moves the paced rate this far towards it
@@ -177,7 +181,9 @@ class Limiter:
         (a server error, a timeout: no news about the rate limit, so the window stays)."""
         now = self.clock()
         if limits is not None:
-            self._learn(limits, now)
+            # Headers no rule foresaw are no news; either way the slot below is freed (a leaked one hangs a run).
+            with contextlib.suppress(ArithmeticError, ValueError, TypeError):
+                self._learn(limits, now)
         if limited:
             self.rate_limited += 1
             if sent >= self.last_cut and now - self.last_cut >= self.rtt:
@@ -221,8 +227,12 @@ class Limiter:
             if not limit or remaining is None:
                 continue
             pacer = self.requests if kind == "requests" else self.tokens
+            if reset is not None and not math.isfinite(reset):
+                continue  # limits.py reads none of these; a RateLimit made elsewhere might hold one
             if not fixed and reset and limit - remaining >= max(2.0, LEARN_DEFICIT * limit):
-                rate = PACE * (limit - remaining) / reset
+                rate = PACE * (limit - remaining) / min(reset, RESET_CAP)
+                if not rate > 0 or not math.isfinite(rate):
+                    continue
                 if pacer is None:  # requests: evenly spaced; tokens: a second's worth may go at once
                     pacer = Pacer(rate, REQUEST_BURST if kind == "requests" else rate)
                     if kind == "requests":
@@ -232,8 +242,8 @@ class Limiter:
                 else:
                     pacer.rate += LEARN_WEIGHT * (rate - pacer.rate)
                     pacer.burst = REQUEST_BURST if kind == "requests" else pacer.rate
-            if remaining < 1 and pacer is not None:
-                self.paused_until = max(self.paused_until, now + 1.0 / pacer.rate)  # until one more unit is back
+            if remaining < 1 and pacer is not None and pacer.rate > 0:  # until one more unit is back, capped as
+                self.paused_until = max(self.paused_until, now + min(1.0 / pacer.rate, RETRY_AFTER_CAP))  # retry-after
 
     def _wake(self) -> None:
         while self._waiters and self.in_flight < self._cap():

@@ -6,11 +6,13 @@ OpenAI (and vLLM-style gateways that copy it) send, on every reply:
   x-ratelimit-reset-requests / -tokens       until it is whole again, as a Go duration: "12ms", "1s", "6m0s"
 Anthropic sends anthropic-ratelimit-{requests,input-tokens,tokens}-{limit,remaining,reset}, the reset as an
 RFC 3339 time. Input tokens are preferred to Anthropic's combined `tokens` family: the prompt is what we
-can count before sending. A header that is absent or unreadable is None: a quirky header never fails a request.
+can count before sending. A header that is absent or unreadable is None: a quirky header never fails a request
+(a reset of `inf`, `nan` or past what a float holds is unreadable; a far-off one is capped by the limiter).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Mapping
@@ -26,7 +28,15 @@ _PER_SECOND = {"h": 1 / 3600, "m": 1 / 60, "s": 1.0, "ms": 1000.0}  # units in a
 
 def rate_limit(headers: Mapping[str, str], now: float | None = None) -> RateLimit | None:
     """The rate-limit state the headers report, or None when they report none. `headers` looks names up in
-    lower case: aiohttp's and httpx's headers match any case, a plain dict must have lower-case names."""
+    lower case: aiohttp's and httpx's headers match any case, a plain dict must have lower-case names.
+    Never raises: the reply these headers came with is paid for and must not be lost to them."""
+    try:
+        return _rate_limit(headers, now)
+    except Exception:  # a header no rule above foresaw: no news about the limit, the answer is kept
+        return None
+
+
+def _rate_limit(headers: Mapping[str, str], now: float | None) -> RateLimit | None:
     if _OPENAI + "limit-requests" in headers or _OPENAI + "limit-tokens" in headers:
         return RateLimit(
             _number(headers.get(_OPENAI + "limit-requests")),
@@ -55,13 +65,18 @@ def duration(value: str | None) -> float | None:
         return None
     text = value.strip()
     try:
-        return max(0.0, float(text))
+        return _finite(float(text))
     except ValueError:
         pass
     parts = _DURATION.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         return None
-    return sum(float(n) / _PER_SECOND[u] for n, u in parts)
+    return _finite(sum(float(n) / _PER_SECOND[u] for n, u in parts))
+
+
+def _finite(seconds: float) -> float | None:
+    """`inf`, `nan` or "1e400" is no duration: None (dividing by it gave a pacing rate of 0, issue 30)."""
+    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 def _until(value: str | None, now: float | None) -> float | None:
@@ -74,7 +89,7 @@ def _until(value: str | None, now: float | None) -> float | None:
         return None
     if when.tzinfo is None:
         return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    return _finite(when.timestamp() - (time.time() if now is None else now))
 
 
 def _number(value: str | None) -> float | None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.inputs import disk_full, disk_full_error
+from harness.results import strict
 from harness.results.claims import Claim, claim
 from harness.results.manifest import write_manifest
 from harness.results.stage import staged, umask
@@ -49,7 +50,8 @@ _ESCAPE = "backslashreplace"
 
 
 def _json(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False, default=str) + "\n"
+    """Strict JSON (harness/results/strict.py): a NaN or an infinity is written as null, never as a literal."""
+    return strict.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False, default=str) + "\n"
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Scored))
@@ -75,6 +77,8 @@ def sample_record(s: Scored) -> dict[str, Any]:
         del record["expected"], record["expected_mass"]
     if s.reasoning is None:  # a thought only where the reply had one: plain runs keep their layout
         del record["reasoning"]
+    if s.expected_dropped is None:  # log-probabilities dropped only where a reply held impossible ones
+        del record["expected_dropped"]
     return record
 
 
@@ -112,11 +116,12 @@ def write_run(
         (staging / "config.json").write_text(_json(config), encoding="utf-8", errors=_ESCAPE)
         with open(staging / "samples.jsonl", "w", encoding="utf-8", errors=_ESCAPE) as f:
             for record in records:
-                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+                f.write(strict.sample_line(record) + "\n")
         if metrics is not None:
-            (staging / "metrics.json").write_text(_json(metrics), encoding="utf-8", errors=_ESCAPE)
+            text = _json(strict.noted_metrics(dict(metrics)))
+            (staging / "metrics.json").write_text(text, encoding="utf-8", errors=_ESCAPE)
         if test_predictions is not None:
-            (staging / "test_predictions.json").write_text(json.dumps(test_predictions) + "\n", encoding="utf-8")
+            (staging / "test_predictions.json").write_text(strict.dumps(test_predictions) + "\n", encoding="utf-8")
         for name, text in (extra_files or {}).items():  # e.g. answers.jsonl of the qa variants
             (staging / name).write_text(text, encoding="utf-8", errors=_ESCAPE)
         write_manifest(staging)  # last: sizes and digests of the files above, for readers to verify

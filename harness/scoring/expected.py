@@ -36,23 +36,56 @@ def score_token_value(text: str) -> int | None:
     return value if value <= MAX_SCORE_TOKEN else None
 
 
+# A log-probability is finite (or -inf: a token the sampler excluded) and at most 0; a server's rounding may put one a
+# hair above 0, read as 0. Anything else (+Infinity, NaN, 0.7, 800) is no log-probability: dropped and counted, never
+# exp()'d (exp(800) overflows and lost a paid reply; a positive one gave a mass of 10; +inf an expected score of NaN).
+LOGPROB_TOLERANCE = 1e-4
+MASS_TOLERANCE = 1e-3  # first-position probabilities that sum to more than 1 + this are no distribution
+DROPPED = "dropped"  # score_probs key: how many score-token values were dropped (absent when none)
+
+
 def collect_score_probs(tokens: Iterable[tuple[str, float]], logprobs: bool = False) -> dict[str, float]:
-    """{"0": p, ..., "10": p} from (token text, probability or log-probability) pairs; other tokens dropped."""
+    """{"0": p, ..., "10": p} from (token text, probability or log-probability) pairs; other tokens dropped.
+
+    Only values that can be what they claim count: log-probabilities finite (or -inf) and <= 0, probabilities in
+    [0, 1] (each within a small tolerance). The number of score-token values left out is kept under "dropped"; if
+    what is left sums to more than 1, none of it is a distribution and all of it is dropped."""
     out: dict[str, float] = {}
+    dropped = 0
     for text, value in tokens:
         score = score_token_value(text)
         if score is None:
             continue
-        p = math.exp(value) if logprobs else value
+        p = _probability(value, logprobs)
+        if p is None:
+            dropped += 1
+            continue
         out[str(score)] = out.get(str(score), 0.0) + p
-    return out
+    if sum(out.values()) > 1.0 + MASS_TOLERANCE:
+        dropped += len(out)
+        out = {}
+    return out | ({DROPPED: float(dropped)} if dropped else {})
+
+
+def _probability(value: object, logprobs: bool) -> float | None:
+    """The probability `value` stands for, or None when it cannot be one (see LOGPROB_TOLERANCE)."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
+        return None
+    if logprobs:
+        return math.exp(min(value, 0.0)) if value <= LOGPROB_TOLERANCE else None  # -inf gives 0.0
+    return min(float(value), 1.0) if 0.0 <= value <= 1.0 + LOGPROB_TOLERANCE else None
+
+
+def score_values(probs: Mapping[str, float]) -> dict[int, float]:
+    """{score: probability} of a stored score_probs, its "dropped" count left out."""
+    return {int(k): p for k, p in probs.items() if k.isdigit()}
 
 
 def expected_score(probs: Mapping[str, float], label_range: tuple[float, float]) -> tuple[float, float] | None:
     """(probability-weighted mean over the integer scores in the range, their total probability before
     renormalising), or None when no valid score token got any probability (possible only with a top-k list)."""
     lo, hi = label_range
-    valid = {int(k): p for k, p in probs.items() if lo <= int(k) <= hi}  # a token of probability 0 adds nothing
+    valid = {k: p for k, p in score_values(probs).items() if lo <= k <= hi}  # a probability 0 adds nothing
     mass = sum(valid.values())
     if mass <= 0:
         return None
@@ -106,4 +139,11 @@ def expected_metrics(samples: Sequence[Scored], asked: bool | None = None) -> di
         )
     if out["expected_missing"]:
         notes.append(f"{out['expected_missing']} replies had no valid score token among the returned alternatives")
+    dropped = [s.expected_dropped for s in answered if s.expected_dropped]
+    if dropped:
+        out["expected_dropped"] = len(dropped)
+        notes.append(
+            f"{len(dropped)} replies held score-token values that are no log-probability (NaN, +inf, above 0, or "
+            f"summing past 1): {sum(dropped)} dropped (samples.jsonl expected_dropped)"
+        )
     return out | ({"expected_note": "; ".join(notes)} if notes else {})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 from harness.prompting.fewshot import query_rng
@@ -15,11 +16,23 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 def parse_score(text: str | None) -> float | None:
-    """The first number in the text, or None when there is none (an invalid output)."""
+    """The first number in the text, or None when there is none (an invalid output). A first number of 309 or more
+    digits is past what a float holds: the reference's cast gives inf, which makes Pearson NaN; here it is invalid,
+    and `reason_code` calls it out-of-range (issue 30)."""
     if not text:
         return None
     match = _NUMBER.search(text)
-    return float(match.group()) if match else None
+    return _finite(float(match.group())) if match else None
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def overflows(text: str | None) -> bool:
+    """Whether the text's first number is too large for a float (see parse_score)."""
+    match = _NUMBER.search(text) if text else None
+    return match is not None and not math.isfinite(float(match.group()))
 
 
 # Cached: the cells of a sweep, and a report's runs, ask for the same (seed, query) draws over and over, and each
@@ -97,6 +110,8 @@ def reason_code(
     if thinking_cut_off:
         return "thinking-cut-off"
     if parsed is None:
+        if overflows(text):  # a number past a float's range (parse_score)
+            return "out-of-range"
         if refusal is not None or finish_reason == "content_filter":
             return "refusal"
         return "cut-off" if finish_reason == "length" else "no-number"
@@ -126,5 +141,5 @@ def strict_score(text: str | None) -> float | None:
     after = re.sub(r"^\s*(?:/|out of)\s*\d+(?:\.\d+)?", "", after)  # "4/5", "4 out of 5"
     ends = re.match(r"[*\"')\]]*(?:[.!]?\s*$|[.!]?\s*\n|[.!]\s)", after) is not None
     if (opens and ends) or _CUE.search(before):
-        return float(m.group())
+        return _finite(float(m.group()))
     return None

@@ -13,6 +13,7 @@ from harness.types import Completion, Scored
 
 # --constrain: a reply that holds a number but not in the constrained shape (the backend ignored the constraint).
 OFF_FORMAT = "off-format"
+MALFORMED = "malformed"  # a reply that came back but could not be read (harness/calling/backends/reading.py)
 
 
 def _usage(c: Completion) -> dict[str, int]:
@@ -86,11 +87,14 @@ def score(
         reason = reason_code(text, parsed, label_range, c.finish_reason, c.refusal, error, cut)
         if constrained and reason == "no-number" and parse_score(text) is not None:
             reason = OFF_FORMAT
-        expected = mass = None
+        if c.malformed is not None and error is None:  # a paid reply that could not be read (kept, cached)
+            reason = MALFORMED
+        expected = mass = dropped = None
         if c.score_probs is not None and error is None:  # --scoring expected
-            from harness.scoring.expected import expected_score  # with numpy, which only this needs here
+            from harness.scoring.expected import DROPPED, expected_score  # with numpy, which only this needs here
 
             weighted = expected_score(c.score_probs, label_range)
+            dropped = int(c.score_probs.get(DROPPED, 0)) or None  # values that could be no log-probability
             # No valid score token among the returned alternatives: mass 0, told apart from no logprobs (None).
             expected, mass = weighted if weighted is not None else (None, 0.0)
         out.append(
@@ -115,6 +119,7 @@ def score(
                 truncated=c.truncated,
                 expected=expected,  # --scoring expected: never mixed into prediction
                 expected_mass=mass,
+                expected_dropped=dropped,
                 reasoning=split.thought,
             )
         )

@@ -33,6 +33,7 @@ from harness.calling.backends.base import (
     usage_count,
 )
 from harness.calling.backends.http import ErrorReply, open_routes, reply_error, sdk_connection_error
+from harness.calling.backends.reading import read_reply
 from harness.calling.backends.thinking import thinking_for
 from harness.config.settings import RunConfig
 from harness.scoring.constrained import json_schema
@@ -165,8 +166,8 @@ class AnthropicBackend(RemoteBackend):
     async def send(self, request: Request) -> Completion:
         body = self.body(request)
         with self.pool.lease() as route, sdk_errors(self._key, body):
-            data, limits = await route.call(body, self._capture_call(body))
-        return self.completion_from(request.id, data, limits)
+            content, limits = await route.call(body, self._capture_call(body))
+        return read_reply(request.id, content, limits, self._key, lambda d: self.completion_from(request.id, d, limits))
 
     @staticmethod
     def _capture_call(body: dict[str, Any]) -> Callable[[AsyncAnthropic], Awaitable[Any]]:

@@ -160,14 +160,15 @@ class Route:
 
     async def call(
         self, body: Mapping[str, Any], create: Callable[[Any], Awaitable[Any]]
-    ) -> tuple[Any, RateLimit | None]:
-        """Post `body` (capturing the template with `create` the first time): the reply's JSON (ValueError when
-        it is not JSON) and what its rate-limit headers said. An error status is raised as ErrorReply."""
+    ) -> tuple[bytes, RateLimit | None]:
+        """Post `body` (capturing the template with `create` the first time): the reply's body, unread (the
+        backend reads it with reading.py `read_reply`, which never loses it), and what its rate-limit headers
+        said. An error status is raised as ErrorReply."""
         template = self.template or await self.prepare(create)
         status, headers, content = await self.link.request("POST", self._target, self._headers, template.encode(body))
         if status >= 300:
             raise ErrorReply(template.url, status, headers, content)
-        return json.loads(content), rate_limit(headers)
+        return content, rate_limit(headers)
 
     async def models(self) -> list[str] | None:
         """The model names the server lists at GET /models, None when it lists none (or cannot be asked): a hint

@@ -35,6 +35,7 @@ from harness.calling.backends.openai_names import (  # the pure name rules, shar
     DEFAULT_REASONING_TOKENS,
     default_chat,
 )
+from harness.calling.backends.reading import read_reply
 from harness.calling.backends.thinking import thinking_for
 from harness.config.settings import RunConfig
 from harness.scoring.constrained import gbnf, response_format
@@ -187,12 +188,12 @@ class OpenAIBackend(RemoteBackend):
         body = self.body(request)
         with self.pool.lease() as route, sdk_errors(self._key, body):
             try:
-                data, limits = await route.call(body, self._capture_call(body))
+                content, limits = await route.call(body, self._capture_call(body))
             except ErrorReply as e:
                 if e.status != 404:
                     raise  # sdk_errors classifies it
                 raise await self.not_found(route, e) from None
-        return self.completion_from(request.id, data, limits)
+        return read_reply(request.id, content, limits, self._key, lambda d: self.completion_from(request.id, d, limits))
 
     async def not_found(self, route: Route, e: ErrorReply) -> PermanentError:
         """A 404 explained. The server's model list is asked only now, as a hint: a model it does not list

@@ -12,7 +12,6 @@ the metrics count apart from a model that put no mass on the scores.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -72,5 +71,6 @@ def _with_chosen(alternatives: list[tuple[str, float]], token: Any, logprob: Any
 
 
 def _number(value: Any) -> bool:
-    """A log-probability: a finite number or -inf (a token the sampler excluded), never a bool or NaN."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value)
+    """A number, never a bool; whether it can be a log-probability (NaN, +Infinity, > 0: no) is decided, and what
+    is dropped counted, by collect_score_probs (harness/scoring/expected.py)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -1,0 +1,51 @@
+"""Reading an API's 200 reply without ever losing it (issue 30): a reply that came back was paid for.
+
+The body is read whole (bounded: transport.py), then `json.loads`, then the backend's `completion_from`. A body
+that is not JSON (cut off, not UTF-8) stays a `MalformedReply`, retried a few times as before: that is a broken
+delivery, not an answer. Anything else that fails once the JSON is in hand (a nesting too deep for the decoder, a
+number no float holds, a field no rule foresaw) is not an exception that turns the paid answer into an uncached
+error, bought again by every rerun: the reply becomes a Completion marked `malformed` with a reason code, its body
+kept as received in `raw` (key redacted, capped), cached like any answer and scored invalid (reason "malformed").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from harness.calling.backends.base import MalformedReply, clean_reply, redact
+from harness.types import Completion, RateLimit
+
+TOO_DEEP = "too-deep"  # JSON nested deeper than Python's decoder goes (RecursionError)
+UNREADABLE = "unreadable"  # the JSON parsed, but reading the answer out of it failed
+
+
+def read_reply(
+    request_id: str,
+    content: bytes,
+    limits: RateLimit | None,
+    key: str,
+    interpret: Callable[[Any], Completion],
+) -> Completion:
+    """The reply's Completion; a MalformedReply only when the body is not JSON at all."""
+    try:
+        data = json.loads(content)
+    except RecursionError:
+        return malformed(request_id, content, limits, key, TOO_DEEP, "JSON nested deeper than the decoder reads")
+    except ValueError as e:  # not JSON, or not UTF-8 (UnicodeDecodeError is a ValueError)
+        raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
+    try:
+        return interpret(data)
+    except MalformedReply:
+        raise
+    except Exception as e:  # a paid answer is kept whatever reading it did, never an "unexpected" error
+        detail = f"{type(e).__name__}: {redact(str(e), key)[:200]}"
+        return malformed(request_id, content, limits, key, UNREADABLE, detail)
+
+
+def malformed(
+    request_id: str, content: bytes, limits: RateLimit | None, key: str, code: str, detail: str
+) -> Completion:
+    raw, truncated = clean_reply(content.decode("utf-8", "replace"), key)
+    return Completion(request_id, "", malformed=f"{code}: {detail}", raw=raw, truncated=truncated, rate_limit=limits)
