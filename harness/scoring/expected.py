@@ -51,7 +51,7 @@ def collect_score_probs(tokens: Iterable[tuple[str, float]], logprobs: bool = Fa
     [0, 1] (each within a small tolerance). The number of score-token values left out is kept under "dropped"; if
     what is left sums to more than 1, none of it is a distribution and all of it is dropped."""
     out: dict[str, float] = {}
-    dropped = 0
+    dropped = kept = 0
     for text, value in tokens:
         score = score_token_value(text)
         if score is None:
@@ -60,9 +60,10 @@ def collect_score_probs(tokens: Iterable[tuple[str, float]], logprobs: bool = Fa
         if p is None:
             dropped += 1
             continue
+        kept += 1
         out[str(score)] = out.get(str(score), 0.0) + p
     if sum(out.values()) > 1.0 + MASS_TOLERANCE:
-        dropped += len(out)
+        dropped += kept
         out = {}
     return out | ({DROPPED: float(dropped)} if dropped else {})
 
