@@ -74,6 +74,7 @@ def api_options(a: argparse.Namespace) -> ApiOptions:
         timeout=a.timeout,
         max_retries=a.max_retries,
         wait_for_server=a.wait_for_server,
+        max_reply_mb=a.max_reply_mb,
         cache=a.cache,
         no_cache=a.no_cache,
         refresh=a.refresh,

@@ -249,6 +249,14 @@ def add_api_args(g: argparse._ArgumentGroup) -> None:
         help="how long to keep trying a server that has not answered yet (refused, unreachable) before the run "
         "stops (default %(default)g; longer for a server that is still starting)",
     )
+    g.add_argument(
+        "--max-reply-mb",
+        type=float,
+        default=ApiOptions.max_reply_mb,
+        metavar="MB",
+        help="the most MB of one API reply's body read, after decompression (default %(default)g); a larger "
+        "answer is kept as malformed, reason too-large",
+    )
     g.add_argument("--cache", type=Path, help="response cache file (default: RESULTS_DIR/cache.sqlite)")
     g.add_argument("--no-cache", action="store_true", help="neither read nor write the response cache")
     g.add_argument("--refresh", action="store_true", help="ignore cached answers; send again and store the new ones")

@@ -30,6 +30,7 @@ class ApiOptions:
     timeout: float = 120.0  # seconds per attempt
     max_retries: int = 8
     wait_for_server: float = 10.0  # seconds to wait for a server that has not answered yet (refused, unreachable)
+    max_reply_mb: float = 32.0  # the most MB of one reply body read, decompressed (calling/backends/transport.py)
     cache: Path | None = None  # None: <results_dir>/cache.sqlite
     no_cache: bool = False
     refresh: bool = False  # ignore stored answers (and store the new ones)

@@ -51,6 +51,7 @@ def check_numbers(config: RunConfig) -> None:
     _at_least("--batch-size", local.batch_size, 1)
     _finite("--timeout", api.timeout, positive=True)
     _finite("--wait-for-server", api.wait_for_server)
+    _finite("--max-reply-mb", api.max_reply_mb, positive=True)
     _finite("--max-cost", api.max_cost)
     _finite("--rpm", api.rpm, positive=True)
     _finite("--tpm", api.tpm, positive=True)

@@ -97,14 +97,13 @@ def test_pacing_learned_from_headers_is_capped_as_retry_after_is() -> None:
                             "0", "anthropic-ratelimit-requests-reset": "9999-12-31T23:59:59Z"}, now=0.0)  # fmt: skip
     assert year_9999 is not None and year_9999.requests_reset == pytest.approx(253402300799.0)
     for limits in (RateLimit(requests_limit=1000, requests_remaining=0, requests_reset=1e9), year_9999):
-        clock = [100.0]
-        lim = Limiter(4, clock=lambda: clock[0])
+        lim = Limiter(4, clock=lambda: 100.0)
         lim.in_flight = 1
-        lim.release(clock[0], ok=True, limits=limits)
+        lim.release(100.0, ok=True, limits=limits)
         assert lim.in_flight == 0  # the slot came back
         assert lim.requests is not None and lim.requests.rate == pytest.approx(PACE * 1000 / RESET_CAP)
-        assert lim.paused_until - clock[0] == pytest.approx(RESET_CAP / (PACE * 1000))
-        assert lim.paused_until - clock[0] <= RETRY_AFTER_CAP
+        assert lim.paused_until - 100.0 == pytest.approx(RESET_CAP / (PACE * 1000))
+        assert lim.paused_until - 100.0 <= RETRY_AFTER_CAP
 
 
 def test_a_rate_limit_made_elsewhere_with_an_infinite_reset_still_frees_the_slot() -> None:

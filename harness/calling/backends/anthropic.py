@@ -35,6 +35,7 @@ from harness.calling.backends.base import (
 from harness.calling.backends.http import ErrorReply, open_routes, reply_error, sdk_connection_error
 from harness.calling.backends.reading import read_reply
 from harness.calling.backends.thinking import thinking_for
+from harness.calling.backends.transport import MAX_REPLY_MB
 from harness.config.settings import RunConfig
 from harness.scoring.constrained import json_schema
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
@@ -53,6 +54,7 @@ def from_config(config: RunConfig) -> AnthropicBackend:
         backend_key("anthropic", api.base_urls),
         api.base_urls,
         timeout=api.timeout,
+        max_reply_mb=api.max_reply_mb,
         greedy=api.anthropic_greedy,
         chat=config.chat,
         stop=config.stop,
@@ -81,6 +83,7 @@ class AnthropicBackend(RemoteBackend):
         api_key: str,
         base_urls: Sequence[str] = (),
         timeout: float = 120.0,
+        max_reply_mb: float = MAX_REPLY_MB,
         greedy: bool = False,
         chat: bool | None = None,
         stop: Sequence[str] = (),
@@ -110,6 +113,7 @@ class AnthropicBackend(RemoteBackend):
                 api_key=api_key, base_url=url, max_retries=0, timeout=timeout, default_headers=headers,
                 http_client=http,
             ),
+            max_reply_mb,
         )  # fmt: skip
         self.clients = [r.client for r in self.routes]
         self.base_urls = [str(c.base_url) for c in self.clients]
@@ -166,8 +170,8 @@ class AnthropicBackend(RemoteBackend):
     async def send(self, request: Request) -> Completion:
         body = self.body(request)
         with self.pool.lease() as route, sdk_errors(self._key, body):
-            content, limits = await route.call(body, self._capture_call(body))
-        return read_reply(request.id, content, limits, self._key, lambda d: self.completion_from(request.id, d, limits))
+            reply = await route.call(body, self._capture_call(body))
+        return read_reply(request.id, reply, self._key, lambda d: self.completion_from(request.id, d, reply.limits))
 
     @staticmethod
     def _capture_call(body: dict[str, Any]) -> Callable[[AsyncAnthropic], Awaitable[Any]]:

@@ -31,7 +31,8 @@ except ImportError:  # pragma: no cover - an older SDK
     import httpx as httpx2  # type: ignore[no-redef]
 
 from harness.calling.backends.base import PermanentError, RetryableError, redact, status_error
-from harness.calling.backends.transport import Link, SDKTransport
+from harness.calling.backends.bounded import ReplyTooLarge
+from harness.calling.backends.transport import MAX_REPLY_MB, Link, SDKTransport
 from harness.calling.limits import rate_limit
 from harness.types import RateLimit
 
@@ -80,6 +81,16 @@ async def capture(client: Any, create: Callable[[Any], Awaitable[Any]]) -> Templ
     headers = {k: v for k, v in request.headers.items() if k.lower() not in _TRANSPORT_HEADERS}
     order = tuple(json.loads(request.content)) if request.content else ()
     return Template(str(request.url), headers, order)
+
+
+@dataclass(frozen=True)
+class Received:
+    """A 200 reply as it came: its body (decoded; only its first bytes when it was over the cap, `over` saying
+    so) and what its rate-limit headers said."""
+
+    content: bytes
+    limits: RateLimit | None
+    over: str | None = None
 
 
 class ErrorReply(Exception):
@@ -158,17 +169,22 @@ class Route:
             return template
         return await asyncio.shield(self._capturing)
 
-    async def call(
-        self, body: Mapping[str, Any], create: Callable[[Any], Awaitable[Any]]
-    ) -> tuple[bytes, RateLimit | None]:
+    async def call(self, body: Mapping[str, Any], create: Callable[[Any], Awaitable[Any]]) -> Received:
         """Post `body` (capturing the template with `create` the first time): the reply's body, unread (the
         backend reads it with reading.py `read_reply`, which never loses it), and what its rate-limit headers
         said. An error status is raised as ErrorReply."""
         template = self.template or await self.prepare(create)
-        status, headers, content = await self.link.request("POST", self._target, self._headers, template.encode(body))
+        try:
+            status, headers, content = await self.link.request(
+                "POST", self._target, self._headers, template.encode(body)
+            )
+        except ReplyTooLarge as e:  # an error's message is in its first bytes; an answer is kept as malformed
+            if e.status >= 300:
+                raise ErrorReply(template.url, e.status, e.headers, e.head) from None
+            return Received(e.head, rate_limit(e.headers), str(e))
         if status >= 300:
             raise ErrorReply(template.url, status, headers, content)
-        return content, rate_limit(headers)
+        return Received(content, rate_limit(headers))
 
     async def models(self) -> list[str] | None:
         """The model names the server lists at GET /models, None when it lists none (or cannot be asked): a hint
@@ -190,13 +206,16 @@ class Route:
 
 
 def open_routes(
-    urls: Sequence[str | None], timeout: float, make_client: Callable[[str | None, httpx2.AsyncClient], Any]
+    urls: Sequence[str | None],
+    timeout: float,
+    make_client: Callable[[str | None, httpx2.AsyncClient], Any],
+    max_reply_mb: float = MAX_REPLY_MB,
 ) -> list[Route]:
     """One Route per base URL (None: the SDK's default): `make_client(url, http_client)` builds the SDK client
     on an httpx client whose transport is the Route's aiohttp session, so the SDK's own calls go there too."""
     routes = []
     for url in urls:
-        link = Link(url or "", timeout)
+        link = Link(url or "", timeout, max_reply_mb)
         client = make_client(url, httpx2.AsyncClient(transport=SDKTransport(link), follow_redirects=True))
         link.base_url = str(client.base_url)  # as the SDK resolved it (OPENAI_BASE_URL & co.)
         routes.append(Route(client, link))

@@ -31,12 +31,10 @@ from harness.calling.backends.base import (
 from harness.calling.backends.http import ErrorReply, Route, open_routes
 from harness.calling.backends.openai_errors import sdk_errors
 from harness.calling.backends.openai_logprobs import logprob_fields, score_probs_from
-from harness.calling.backends.openai_names import (  # the pure name rules, shared with --dry-run
-    DEFAULT_REASONING_TOKENS,
-    default_chat,
-)
+from harness.calling.backends.openai_names import DEFAULT_REASONING_TOKENS, default_chat  # shared with --dry-run
 from harness.calling.backends.reading import read_reply
 from harness.calling.backends.thinking import thinking_for
+from harness.calling.backends.transport import MAX_REPLY_MB
 from harness.config.settings import RunConfig
 from harness.scoring.constrained import gbnf, response_format
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
@@ -52,6 +50,7 @@ def from_config(config: RunConfig) -> OpenAIBackend:
         backend_key("openai", api.base_urls),
         api.base_urls,
         timeout=api.timeout,
+        max_reply_mb=api.max_reply_mb,
         reasoning=api.reasoning,
         reasoning_tokens=api.reasoning_tokens,
         reasoning_effort=api.reasoning_effort,
@@ -75,6 +74,7 @@ class OpenAIBackend(RemoteBackend):
         api_key: str,
         base_urls: Sequence[str] = (),
         timeout: float = 120.0,
+        max_reply_mb: float = MAX_REPLY_MB,
         reasoning: bool | None = None,
         reasoning_tokens: int = DEFAULT_REASONING_TOKENS,
         reasoning_effort: str | None = None,
@@ -112,6 +112,7 @@ class OpenAIBackend(RemoteBackend):
             lambda url, http: AsyncOpenAI(
                 api_key=api_key, base_url=url, max_retries=0, timeout=timeout, http_client=http
             ),
+            max_reply_mb,
         )
         self.clients = [r.client for r in self.routes]
         self.base_urls = [str(c.base_url) for c in self.clients]
@@ -188,12 +189,12 @@ class OpenAIBackend(RemoteBackend):
         body = self.body(request)
         with self.pool.lease() as route, sdk_errors(self._key, body):
             try:
-                content, limits = await route.call(body, self._capture_call(body))
+                reply = await route.call(body, self._capture_call(body))
             except ErrorReply as e:
                 if e.status != 404:
                     raise  # sdk_errors classifies it
                 raise await self.not_found(route, e) from None
-        return read_reply(request.id, content, limits, self._key, lambda d: self.completion_from(request.id, d, limits))
+        return read_reply(request.id, reply, self._key, lambda d: self.completion_from(request.id, d, reply.limits))
 
     async def not_found(self, route: Route, e: ErrorReply) -> PermanentError:
         """A 404 explained. The server's model list is asked only now, as a hint: a model it does not list

@@ -15,20 +15,19 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.calling.backends.base import MalformedReply, clean_reply, redact
+from harness.calling.backends.http import Received
 from harness.types import Completion, RateLimit
 
+TOO_LARGE = "too-large"  # a body over --max-reply-mb (transport.py MAX_REPLY_MB)
 TOO_DEEP = "too-deep"  # JSON nested deeper than Python's decoder goes (RecursionError)
 UNREADABLE = "unreadable"  # the JSON parsed, but reading the answer out of it failed
 
 
-def read_reply(
-    request_id: str,
-    content: bytes,
-    limits: RateLimit | None,
-    key: str,
-    interpret: Callable[[Any], Completion],
-) -> Completion:
+def read_reply(request_id: str, reply: Received, key: str, interpret: Callable[[Any], Completion]) -> Completion:
     """The reply's Completion; a MalformedReply only when the body is not JSON at all."""
+    content, limits = reply.content, reply.limits
+    if reply.over is not None:  # over --max-reply-mb: its first bytes kept, never read as an answer
+        return malformed(request_id, content, limits, key, TOO_LARGE, reply.over)
     try:
         data = json.loads(content)
     except RecursionError:

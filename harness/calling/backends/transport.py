@@ -38,8 +38,11 @@ except ImportError:  # pragma: no cover - an older SDK
     import httpx as httpx2  # type: ignore[no-redef]
 
 from harness.calling.backends.base import PermanentError, RetryableError, Unreachable
+from harness.calling.backends.bounded import MAX_REDIRECTS, read_capped, same_host_redirect
+from harness.config.settings import ApiOptions
 
 CONNECT_TIMEOUT = 10.0  # seconds for one connection attempt (DNS, TCP through happy eyeballs, TLS)
+MAX_REPLY_MB = ApiOptions.max_reply_mb  # the most MB of one reply body read, decompressed (bounded.py)
 HAPPY_EYEBALLS_DELAY = 0.25  # RFC 8305's recommended "connection attempt delay"
 CERT_FIX = (
     "if the server's certificate is signed by a CA of your own (a company proxy, a local server), "
@@ -87,8 +90,9 @@ class Link:
     """One base URL's aiohttp session (made inside the event loop that uses it), its proxy, whether it ever
     answered (a failure to reach a server that never answered may be permanent: `connection_error`)."""
 
-    def __init__(self, base_url: str, timeout: float | None = None) -> None:
+    def __init__(self, base_url: str, timeout: float | None = None, max_reply_mb: float = MAX_REPLY_MB) -> None:
         self.base_url = base_url
+        self.max_reply_bytes = int(max_reply_mb * 1024 * 1024)
         # A request's whole time (the backend's --timeout; dispatch bounds each attempt too); the SDKs' typed
         # calls pass their own (SDKTransport).
         connect = CONNECT_TIMEOUT if timeout is None else min(CONNECT_TIMEOUT, timeout)
@@ -137,11 +141,19 @@ class Link:
         session = self.session
         if self._proxy_headers is not None and not self._tunnel:
             headers = {**headers, **self._proxy_headers}
+        # A request with a body (the prompt) follows no redirect blindly: same_host_redirect (bounded.py) lets it
+        # follow a 307/308 on its own host and refuses one to another host, which would be sent the prompt.
         try:
-            response = await session.request(
-                method, url, headers=headers, data=data, timeout=timeout or self.timeout, proxy=self._proxy,
-                proxy_headers=self._proxy_headers,
-            )  # fmt: skip
+            for hop in range(MAX_REDIRECTS + 1):
+                response = await session.request(
+                    method, url, headers=headers, data=data, timeout=timeout or self.timeout, proxy=self._proxy,
+                    proxy_headers=self._proxy_headers, allow_redirects=data is None,
+                )  # fmt: skip
+                target = same_host_redirect(url, response) if data is not None and hop < MAX_REDIRECTS else None
+                if target is None:
+                    break
+                response.release()
+                url = target
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise connection_error(e, self.base_url, self.answered) from None
         self.answered = True
@@ -155,10 +167,10 @@ class Link:
         data: bytes | None,
         timeout: aiohttp.ClientTimeout | None = None,
     ) -> tuple[int, Mapping[str, str], bytes]:
-        """One request: status, headers and the whole (decoded) body."""
+        """One request: status, headers and the whole (decoded) body; `ReplyTooLarge` past max_reply_bytes."""
         response = await self.open(method, url, headers, data, timeout)
         try:
-            return response.status, response.headers, await response.read()
+            return response.status, response.headers, await read_capped(response, self.max_reply_bytes)
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise connection_error(e, self.base_url, True) from None
         finally:
