@@ -10,11 +10,15 @@ runs (reporting/report.py collapses them).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from harness.inputs import read_bytes
+from harness.types import HarnessError
 
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
@@ -42,6 +46,23 @@ def file_record(data: bytes, name: str) -> dict[str, Any]:
     return record
 
 
+def read_run_file(folder: Path, name: str) -> bytes:
+    """A run file's bytes: only a plain name inside `folder` (a manifest that names "/dev/zero" or "../x" names no
+    file of the run), read as harness/inputs.py reads a user's files: a FIFO, a device or a socket there is refused,
+    never waited on (issue 30: `report` and `compare` hung on a FIFO at manifest.json). Failures are OSErrors."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise OSError(errno.EINVAL, f"{name!r} is not a file name inside {folder}")
+    try:
+        return read_bytes(folder / name, "run file")
+    except HarnessError as e:
+        raise OSError(errno.EINVAL, str(e)) from None
+
+
+def read_run_json(folder: Path, name: str) -> Any:
+    """A run file's JSON (read_run_file); ValueError when it is not JSON."""
+    return json.loads(read_run_file(folder, name).decode("utf-8"))
+
+
 def write_manifest(folder: Path) -> None:
     """Describe every file now in `folder` (a staging folder, complete but for this file) in manifest.json."""
     names = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != MANIFEST)
@@ -61,7 +82,7 @@ def check(run_dir: Path, samples: bytes, config: dict[str, Any]) -> Integrity:
             return Integrity(ALTERED, f"{SAMPLES} holds {lines:,} lines for {expected:,} queries", digest)
         return Integrity(UNVERIFIED, "written without a manifest (an older version): not verified", digest)
     try:
-        files = json.loads(path.read_text(encoding="utf-8"))["files"]
+        files = read_run_json(run_dir, MANIFEST)["files"]
         written = files[SAMPLES]
         if not all(isinstance(record, dict) for record in files.values()):
             raise TypeError("a file's record is no JSON object")
@@ -82,7 +103,7 @@ def check_folder(folder: Path) -> Integrity:
     if not path.exists():
         return Integrity(UNVERIFIED, f"{folder.name} has no {MANIFEST}: not verified")
     try:
-        files = json.loads(path.read_text(encoding="utf-8"))["files"]
+        files = read_run_json(folder, MANIFEST)["files"]
         if not isinstance(files, dict) or not all(isinstance(record, dict) for record in files.values()):
             raise TypeError("no file records")
     except (OSError, ValueError, KeyError, TypeError):
@@ -95,7 +116,7 @@ def _changed(folder: Path, files: dict[str, Any]) -> str:
     """Why the first of `files` (name -> its manifest record) differs from what was written; "" when none does."""
     for name, record in files.items():
         try:
-            data = (folder / name).read_bytes()
+            data = read_run_file(folder, name)
         except OSError:
             return f"{name} is missing or unreadable"
         if hashlib.sha256(data).hexdigest() != record.get("sha256"):

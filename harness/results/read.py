@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.datasets.labels import SUBSET_SPLITS
 from harness.prompting.render import TEMPLATE_INSTR
-from harness.results.manifest import ALTERED, AS_WRITTEN, Integrity, check
+from harness.results.manifest import ALTERED, AS_WRITTEN, Integrity, check, read_run_file, read_run_json
 from harness.scoring.parsing import REASONS, in_range
 from harness.types import HarnessError, Scored
 
@@ -156,12 +156,12 @@ def _scored(record: dict[str, Any]) -> Scored:
 def load_run(run_dir: Path) -> Run:
     """Read config.json, samples.jsonl and metrics.json of one run folder."""
     try:
-        config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
-        data = (run_dir / "samples.jsonl").read_bytes()  # bytes: checked against manifest.json as read
+        config = read_run_json(run_dir, "config.json")  # FIFO-safe, regular files only (manifest.py)
+        data = read_run_file(run_dir, "samples.jsonl")  # bytes: checked against manifest.json as read
         # Lines end in "\n" only: json.dumps(ensure_ascii=False) leaves U+2028 and the like inside strings.
         records = [json.loads(line) for line in data.decode("utf-8").split("\n") if line.strip()]
         metrics_path = run_dir / "metrics.json"
-        stored = json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.exists() else {}
+        stored = read_run_json(run_dir, "metrics.json") if metrics_path.exists() else {}
         run = _run(run_dir, config, records, stored)
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
         raise HarnessError(f"{run_dir} is not a readable run folder: {e}") from None
@@ -233,7 +233,7 @@ def _runs_in(folder: Path) -> list[Path]:
 def sweep_run_dirs(sweep_dir: Path) -> list[Path]:
     """The run folders a sweep.json lists, resolved beside the sweep folder."""
     try:
-        record = json.loads((sweep_dir / "sweep.json").read_text(encoding="utf-8"))
+        record = read_run_json(sweep_dir, "sweep.json")
         return [sweep_dir.parent / c["run_dir"] for c in record["cells"]]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise HarnessError(f"{sweep_dir}/sweep.json is unreadable: {e}") from None
@@ -250,8 +250,8 @@ def finished_runs(results_dir: Path) -> dict[str, Path]:
         if run_dir.name.startswith("."):
             continue  # a folder still being staged
         try:
-            config = json.loads(config_path.read_text(encoding="utf-8"))
-            metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+            config = read_run_json(run_dir, "config.json")
+            metrics = read_run_json(run_dir, "metrics.json")
         except (OSError, ValueError):
             continue  # not a finished run folder
         if metrics.get("dry_run") or metrics.get("errors", 0) or "config_hash" not in config:
@@ -263,8 +263,8 @@ def finished_runs(results_dir: Path) -> dict[str, Path]:
 def _newest_intact(run_dirs: list[Path]) -> Path | None:
     for run_dir in reversed(run_dirs):
         try:
-            config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
-            if check(run_dir, (run_dir / "samples.jsonl").read_bytes(), config).status != ALTERED:
+            config = read_run_json(run_dir, "config.json")
+            if check(run_dir, read_run_file(run_dir, "samples.jsonl"), config).status != ALTERED:
                 return run_dir
         except (OSError, ValueError):
             continue  # unreadable: not reusable

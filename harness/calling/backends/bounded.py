@@ -7,9 +7,9 @@
   kept as a malformed answer, reason too-large, its first bytes stored (reading.py); an error reply's first bytes
   still say what went wrong.
 - A request with a body (the prompt: possibly C-STS text) follows a 307/308 only on its own host and port (or up
-  from http to https on that host): a redirect to another host would send that host the prompt and score its answer, so it is
-  refused, and the run stops saying where it was sent. Other redirects of a POST are not followed (aiohttp would
-  turn them into a GET without the body): they are the error replies they are.
+  from http to https on that host): a redirect to another host would send that host the prompt and score its
+  answer, so it is refused, and the run stops saying where it was sent. Other redirects of a POST are not followed
+  (aiohttp would turn them into a GET without the body): they are the error replies they are.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def same_host_redirect(url: str | yarl.URL, response: aiohttp.ClientResponse) ->
     target = source.join(yarl.URL(location))
     same_host = (target.host or "").lower() == (source.host or "").lower()
     upgrade = source.scheme == "http" and target.scheme == "https"  # http -> https on the host: its default port
-    if same_host and (target.port == source.port and target.scheme == source.scheme or upgrade):
+    if same_host and ((target.port == source.port and target.scheme == source.scheme) or upgrade):
         return target
     response.release()
     raise PermanentError(
