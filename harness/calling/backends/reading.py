@@ -39,8 +39,12 @@ def read_reply(request_id: str, reply: Received, key: str, interpret: Callable[[
     except MalformedReply:
         raise
     except Exception as e:  # a paid answer is kept whatever reading it did, never an "unexpected" error
-        detail = f"{type(e).__name__}: {redact(str(e), key)[:200]}"
-        return malformed(request_id, content, limits, key, UNREADABLE, detail)
+        return unreadable(request_id, content, key, e, limits)
+
+
+def unreadable(request_id: str, content: bytes, key: str, e: Exception, limits: RateLimit | None = None) -> Completion:
+    """A reply whose JSON parsed but could not be read as an answer (`e` says why), kept as malformed."""
+    return malformed(request_id, content, limits, key, UNREADABLE, f"{type(e).__name__}: {redact(str(e), key)[:200]}")
 
 
 def malformed(

@@ -17,6 +17,7 @@ from anthropic.types.messages import MessageBatch
 
 from harness.calling.backends.anthropic import AnthropicBackend, sdk_errors
 from harness.calling.backends.base import MalformedReply, PermanentError, redact
+from harness.calling.backends.reading import unreadable
 from harness.calling.batch.base import Item, Outcome, Remote
 
 # Limits from the Message Batches guide: 100,000 requests or 256 MB per batch, whichever comes first.
@@ -98,11 +99,14 @@ class AnthropicBatches:
     def outcome(self, key: str, result: object) -> Outcome:
         kind = getattr(result, "type", None)
         if kind == "succeeded":
+            message: object = None
             try:
                 message = result.message.to_dict()  # type: ignore[attr-defined]
                 return Outcome(key, self.backend.completion_from(key, message))
             except (MalformedReply, PermanentError, AttributeError, TypeError) as e:
                 return Outcome(key, None, f"malformed response: {str(e)[:200]}")
+            except Exception as e:  # a paid answer is kept, never lost to reading it (backends/reading.py)
+                return Outcome(key, unreadable(key, json.dumps(message, default=str).encode(), self.key, e))
         if kind == "errored":
             error = getattr(getattr(result, "error", None), "error", None)
             message = f"{getattr(error, 'type', 'error')}: {getattr(error, 'message', '')}"

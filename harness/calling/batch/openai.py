@@ -18,6 +18,7 @@ from openai.types import Batch
 from harness.calling.backends.base import MalformedReply, PermanentError, redact
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.openai_errors import sdk_errors
+from harness.calling.backends.reading import unreadable
 from harness.calling.batch.base import Item, Outcome, Remote
 
 ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
@@ -137,4 +138,6 @@ class OpenAIBatches:
             completion = self.backend.completion_from(key, body)
         except (MalformedReply, PermanentError) as e:
             return Outcome(key, None, f"malformed response: {redact(str(e), self.key)[:200]}")
+        except Exception as e:  # a paid answer is kept, never lost to reading it (backends/reading.py)
+            return Outcome(key, unreadable(key, json.dumps(body).encode(), self.key, e))
         return Outcome(key, completion)
