@@ -16,8 +16,9 @@ from anthropic import AsyncAnthropic
 from anthropic.types.messages import MessageBatch
 
 from harness.calling.backends.anthropic import AnthropicBackend, sdk_errors
-from harness.calling.backends.base import MalformedReply, PermanentError, redact
+from harness.calling.backends.base import MalformedReply, PermanentError
 from harness.calling.batch.base import Item, Outcome, Remote
+from harness.calling.redaction import redact
 
 # Limits from the Message Batches guide: 100,000 requests or 256 MB per batch, whichever comes first.
 MAX_REQUESTS = 100_000
@@ -34,7 +35,7 @@ class AnthropicBatches:
 
     def __init__(self, backend: AnthropicBackend) -> None:
         self.backend = backend
-        self.key = backend._key  # only to redact it from error messages
+        self.key = backend.secrets  # only to redact them from error messages
 
     def item_size(self, item: Item) -> int:
         return len(json.dumps({"custom_id": item.key, "params": item.body}, ensure_ascii=False).encode()) + 2

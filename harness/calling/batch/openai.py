@@ -15,10 +15,11 @@ from collections.abc import AsyncIterator, Sequence
 from openai import AsyncOpenAI
 from openai.types import Batch
 
-from harness.calling.backends.base import MalformedReply, PermanentError, redact
+from harness.calling.backends.base import MalformedReply, PermanentError
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.openai_errors import sdk_errors
 from harness.calling.batch.base import Item, Outcome, Remote
+from harness.calling.redaction import redact
 
 ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 # Limits from the Batch API reference: "up to 50,000 requests, and can be up to 200 MB in size".
@@ -42,7 +43,7 @@ class OpenAIBatches:
 
     def __init__(self, backend: OpenAIBackend) -> None:
         self.backend = backend
-        self.key = backend._key  # only to redact it from error messages
+        self.key = backend.secrets  # only to redact them from error messages
 
     def item_size(self, item: Item) -> int:
         return len(jsonl_line(item, self.backend.endpoint))
