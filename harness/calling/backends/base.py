@@ -33,6 +33,7 @@ from typing import Any, Generic, TypeVar
 
 from harness.calling.limits import rate_limit
 from harness.calling.redaction import PLACEHOLDER_KEY, Secrets, redact
+from harness.scoring.reasoning import THINK_TAGS
 from harness.types import Completion, HarnessError, RateLimit, Request
 
 
@@ -136,6 +137,8 @@ PROXY_AUTH = (
     "(http://user:password@host:port), or check the ones there"
 )
 REPLY_CAP_BYTES = 1_000_000  # a longer reply is cut here and flagged `truncated` (a score needs a few bytes)
+REPLY_TAIL_BYTES = 64_000  # of a cut reply, at least its last this many bytes are kept (the answer after a thought)
+_CLOSING = tuple({close.encode() for _, close in THINK_TAGS.values()})
 
 # A prompt over the context length, in the words of OpenAI, vLLM, llama.cpp, TGI and Anthropic.
 _CONTEXT = re.compile(
@@ -230,14 +233,22 @@ def api_key(variable: str, backend: str, base_urls: Sequence[str]) -> str:
 
 
 def clean_reply(text: str, key: Secrets) -> tuple[str, bool]:
-    """(the reply as stored, whether it was cut): the key redacted, at most REPLY_CAP_BYTES of UTF-8."""
+    """(the reply as stored, whether it was cut): the key redacted, at most REPLY_CAP_BYTES of UTF-8. A longer reply
+    keeps its beginning and its end: a reasoning model's answer comes after its inline thought, which may be longer
+    than the cap, so the end is kept from the last closing tag of a known thought format (scoring/reasoning.py),
+    else its last REPLY_TAIL_BYTES, and the thought loses its middle, never the answer."""
     text = redact(text, key)
     if len(text) * 4 <= REPLY_CAP_BYTES:  # cheap test first: no character takes more than 4 bytes
         return text, False
     raw = text.encode("utf-8", "surrogatepass")
     if len(raw) <= REPLY_CAP_BYTES:
         return text, False
-    return raw[:REPLY_CAP_BYTES].decode("utf-8", "ignore"), True
+    start = min([len(raw) - REPLY_TAIL_BYTES, *(i for tag in _CLOSING if (i := raw.rfind(tag)) >= 0)])
+    start = max(start, len(raw) - REPLY_CAP_BYTES // 2)  # half for the end at most: the beginning is kept too
+    while raw[start] & 0xC0 == 0x80:  # not inside a character
+        start += 1
+    tail = raw[start:]
+    return raw[: REPLY_CAP_BYTES - len(tail)].decode("utf-8", "ignore") + tail.decode("utf-8", "ignore"), True
 
 
 def usage_count(usage: Any, name: str) -> int:
