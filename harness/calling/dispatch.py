@@ -43,7 +43,7 @@ class _Dispatcher:
         self.done: dict[str, Completion] = {}
         self.keys: dict[str, str] = {}
         self.fatal: str | None = None
-        self.secrets, self.prompts = backend.secrets if isinstance(backend, RemoteBackend) else (), {}
+        self.secrets, self.prompts = backend.secrets if isinstance(backend, RemoteBackend) else (), dict[str, str]()
         self.limiter = Limiter(options.concurrency, options.rpm, options.tpm)  # run_remote makes a fresh one
         self.reach = Reachability(options.retry.wait_for_server)
         self.budget = (

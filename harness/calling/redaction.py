@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 from harness.types import Completion
 
@@ -45,7 +46,7 @@ def redact_completion(completion: Completion, secret: Secrets) -> Completion:
     kept = secrets_of(secret)
     if not kept:
         return completion
-    changed = {}
+    changed: dict[str, Any] = {}
     for name in _SERVER_FIELDS:
         value = getattr(completion, name)
         if isinstance(value, str) and (clean := redact(value, kept)) != value:
