@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from harness.cli.main import main
+from tests.fake_batch_server import FakeBatchServer
 from tests.fake_server import FakeServer
 
 KEY = "sk-echoed-secret-4f9a1c"
@@ -140,3 +141,28 @@ def test_a_407_on_an_http_base_url_stops_the_run_naming_the_proxy_and_echoes_no_
     assert PROXY_PASSWORD not in err and TOKEN not in err
     assert len(proxy.seen) == 1  # every request would get it: the run stopped at the first
     assert files_holding(tmp_path, (KEY, PROXY_PASSWORD, TOKEN)) == {}
+
+
+@pytest.mark.parametrize(("backend", "variable"), [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")])
+def test_batch_answers_and_errors_hold_no_key_and_no_quote_of_the_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, backend: str, variable: str
+) -> None:
+    """The batch path reads answers with the same `completion_from` and keeps its errors apart: both are cleaned."""
+    monkeypatch.setenv(variable, KEY)
+
+    def plan(prompt: str, attempt: int) -> str:
+        return "400-quote" if len(prompt) % 2 else "ok"
+
+    with FakeBatchServer(plan=plan, extras=echo_key) as server:
+        url = server.openai_url if backend == "openai" else server.anthropic_url
+        code = main(["--model", "echo-model", "--backend", backend, "--base-url", url, "--dataset", "stsb",
+                     "--limit", "8", "--results-dir", str(tmp_path / "results"), "--run-id", "b", "--no-progress",
+                     "--batch", "--batch-poll", "0.05"])  # fmt: skip
+    printed = capsys.readouterr()
+    rows = [json.loads(line) for line in (tmp_path / "results" / "b" / "samples.jsonl").read_text().splitlines()]
+    failed = [r for r in rows if r["error"]]
+    assert code == 3 and 0 < len(failed) < len(rows), printed.err  # 3: some queries have no prediction
+    # OpenAI's error lines say "HTTP 400: ...", Anthropic's "<error type>: ...": either way, the quote is gone
+    assert all(r["error"].endswith(": Input should be a valid list: input_value='[prompt text]'") for r in failed)
+    assert {r["served_model"] for r in rows if not r["error"]} == {"served-[redacted]"}
+    assert files_holding(tmp_path, (KEY,)) == {} and KEY not in printed.out + printed.err

@@ -103,7 +103,7 @@ class AnthropicBatches:
                 message = result.message.to_dict()  # type: ignore[attr-defined]
                 return Outcome(key, self.backend.completion_from(key, message))
             except (MalformedReply, PermanentError, AttributeError, TypeError) as e:
-                return Outcome(key, None, f"malformed response: {str(e)[:200]}")
+                return Outcome(key, None, f"malformed response: {redact(str(e), self.key)[:200]}")
         if kind == "errored":
             error = getattr(getattr(result, "error", None), "error", None)
             message = f"{getattr(error, 'type', 'error')}: {getattr(error, 'message', '')}"

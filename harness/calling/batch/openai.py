@@ -89,7 +89,7 @@ class OpenAIBatches:
         done, failed = (counts.completed, counts.failed) if counts else (0, 0)
         why = None
         if batch.status == "failed" and batch.errors and batch.errors.data:
-            why = "; ".join(f"{e.code}: {e.message}" for e in batch.errors.data[:3])
+            why = redact("; ".join(f"{e.code}: {e.message}" for e in batch.errors.data[:3]), self.key)
         elif batch.status in ("expired", "cancelled"):
             why = f"batch {batch.status} before this request was answered"
         elif batch.status == "failed":
