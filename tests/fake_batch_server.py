@@ -115,6 +115,8 @@ class FakeBatchServer(OpenAIRoutes, AnthropicRoutes, FakeServer):
         if action in ("400", "500", "429"):
             status = int(action)
             return {"status": status, "message": f"request failed inside the batch ({status})"}
+        if action == "400-quote":  # a validation error quoting the request, as tests/fake_replies.py's
+            return {"status": 400, "message": f"Input should be a valid list: input_value={prompt!r}"}
         self.batch_answered[prompt] += 1
         # The endpoint's own reply (tests/fake_server.py): Messages, Chat Completions, or raw Completions.
         endpoint = MESSAGES if provider == "anthropic" else RAW if "prompt" in body else CHAT

@@ -46,9 +46,12 @@ def bag_of_words(text: str, dims: int = 32) -> list[float]:
     return vector
 
 
-def fault(action: str, key: str, anthropic: bool) -> web.Response | None:
+def fault(action: str, key: str, anthropic: bool, prompt: str = "") -> web.Response | None:
     """The error or unreadable reply an action asks for; None for actions that answer."""
     kinds = {
+        "404": (404, "not_found_error", "The model does not exist or you do not have access to it."),
+        # A validation error quoting what it was sent, as pydantic's `input` does (vLLM's 400s).
+        "400-quote": (400, "invalid_request_error", f"Input should be a valid list: input_value={prompt!r}"),
         "429": (429, "rate_limit_error", "Rate limit reached; slow down."),
         "500": (500, "api_error", "Internal server error."),
         "529": (529, "overloaded_error", "Overloaded."),

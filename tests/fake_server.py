@@ -13,7 +13,8 @@ that prompt (0 for the first). Actions: "ok", "429" (with retry-after and retry-
 text), "refusal" (200, the provider's refusal: OpenAI's `refusal` field with content null, Anthropic's
 stop_reason "refusal"), "length" (200, finish_reason length), "huge" (200, a 2 MB reply), "leak" (200, a
 reply quoting the caller's key), "401", "400" (a 400 about this request), "400-context" (the prompt is over
-the context length, in the provider's words), "400-param" (a 400 naming a parameter: the request's shape).
+the context length, in the provider's words), "400-param" (a 400 naming a parameter: the request's shape),
+"400-quote" (a 400 quoting the prompt, as validation errors do), "404" (no such model).
 
 Rate limits (`--rps-limit 200` & co., off by default; 429s logged as "limited") and GET /stats: tests/fake_ratelimit.py.
 
@@ -226,7 +227,7 @@ class FakeServer:
         self, request: web.Request, prompt_of: Callable[[dict[str, Any]], str], endpoint: str
     ) -> web.Response:
         prompt, action, body = await self._begin(request, prompt_of)
-        error = fault(action, body["_key"], anthropic=endpoint == MESSAGES)
+        error = fault(action, body["_key"], anthropic=endpoint == MESSAGES, prompt=prompt)
         if error is not None:
             return error
         return self._reply(prompt, self.reply_body(endpoint, prompt, action, body["model"], body["_key"], body))

@@ -30,6 +30,7 @@ from harness.calling.cache import ResponseCache
 from harness.calling.cache_keys import KeyMaker
 from harness.calling.limiter import Limiter
 from harness.calling.options import DispatchOptions, DispatchStats
+from harness.calling.redaction import redact, redact_completion, without_prompt
 from harness.types import Completion, HarnessError, Request
 
 OnDone = Callable[[Completion], None]
@@ -42,6 +43,7 @@ class _Dispatcher:
         self.done: dict[str, Completion] = {}
         self.keys: dict[str, str] = {}
         self.fatal: str | None = None
+        self.secrets, self.prompts = backend.secrets if isinstance(backend, RemoteBackend) else (), dict[str, str]()
         self.limiter = Limiter(options.concurrency, options.rpm, options.tpm)  # run_remote makes a fresh one
         self.reach = Reachability(options.retry.wait_for_server)
         self.budget = (
@@ -54,7 +56,7 @@ class _Dispatcher:
         if completion.request_id in self.done:
             # A backend bug, not a model answer: refuse it rather than score a query twice.
             raise RuntimeError(f"backend {self.backend.name} answered repeated id {completion.request_id!r}")
-        self.done[completion.request_id] = completion
+        self.done[completion.request_id] = completion = self.clean(completion)
         if completion.error is None:
             if self.cache is not None and not completion.cached:
                 self.cache.put(self.keys[completion.request_id], completion, self.backend.name, self.backend.model)
@@ -68,8 +70,15 @@ class _Dispatcher:
                 first.append(completion.error)
         self.on_done(completion)
 
+    def clean(self, c: Completion) -> Completion:
+        """No secret in any string (calling/redaction.py), no quote of the prompt in an error, before it is kept."""
+        if c.error is not None and (prompt := self.prompts.get(c.request_id)):
+            c = replace(c, error=without_prompt(c.error, prompt))
+        return redact_completion(c, self.secrets)
+
     def lookup(self, requests: Sequence[Request]) -> list[Request]:
         """Answer what the cache can; return the rest."""
+        self.prompts = {r.id: r.prompt for r in requests}
         if self.cache is None:
             return list(requests)
         self.stats.cache = "refresh" if self.options.refresh else "on"
@@ -142,7 +151,8 @@ class _Dispatcher:
             return await attempts.run()
         except PermanentError as e:
             if e.fatal:  # 401/403/404, a 400 about the request's shape, no server: every request would fail so
-                self.fatal = self.fatal or f"{backend.name} model {backend.model!r}: {e}"
+                said = redact(without_prompt(str(e), request.prompt), self.secrets)
+                self.fatal = self.fatal or f"{backend.name} model {backend.model!r}: {said}"
                 return None
             return Completion(request.id, None, error=str(e), deterministic_error=True)
         except Exception as e:  # an SDK surprise must not lose the query: record it, a rerun retries it

@@ -33,10 +33,16 @@ class Option:
 
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one `error:` line and exit 2 like every other bad input (cli.main),
-    and every option added (to the parser or a group) is kept in `options`, in order."""
+    and every option added (to the parser or a group) is kept in `options`, in order.
+
+    No abbreviations: argparse would take `--sto` for `--stop`, but a --config file's options are replaced by the
+    command line's by their full names (config_file.py), so a prefix would add to the file's list instead of
+    replacing it, and `--conf FILE` would be read as --config without the file ever being loaded. A prefix is
+    an unrecognized argument, one `error:` line."""
 
     def __init__(self, **kwargs: object) -> None:
         self.options: list[Option] = []  # before argparse's own __init__, which adds -h
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(formatter_class=HelpFormatter, **kwargs)  # type: ignore[arg-type]
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:

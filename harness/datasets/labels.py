@@ -118,6 +118,12 @@ def apply_labels_file(dataset: Dataset, path: Path) -> tuple[Dataset, dict[str, 
         return dataclasses.replace(e, label=f.labels[e.id], condition=f.conditions.get(e.id, e.condition))
 
     kept = tuple(relabelled(e) for e in dataset.examples if f.labels.get(e.id) is not None)
+    if not kept:  # a run of n=0 would print no number and exit 0, as if it had scored something
+        marked = sum(v is None for v in f.labels.values())
+        raise HarnessError(
+            f"{path}: labels no row of the {dataset.name} {dataset.split} split ({len(f.labels)} uids, {marked} of "
+            "them marked -1, invalid condition): nothing to score"
+        )
     left_out = {
         "not in the labels file": len(dataset.examples) - len(f.labels),
         "invalid condition (-1)": sum(v is None for v in f.labels.values()),

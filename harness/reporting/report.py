@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections import Counter
@@ -16,6 +15,7 @@ import pandas as pd
 from harness.reporting.integrity import flag, load_readable, note
 from harness.reporting.published import Published, load_published, match, not_comparable
 from harness.reporting.rowkeys import label_rows, text
+from harness.reporting.shareable import without_csts_text
 from harness.reporting.tables import LAYOUT_METRICS
 from harness.results.manifest import ALTERED
 from harness.results.provenance import endpoints
@@ -197,29 +197,6 @@ def attach_published(
 
 def _nan(v: object) -> bool:
     return isinstance(v, float) and math.isnan(v)
-
-
-LEFT_OUT = "[C-STS text left out: shareable report]"
-
-
-def without_csts_text(run: Run) -> Run:
-    """The run with every text that may hold C-STS sentences or conditions replaced by a marker: prompts, replies
-    (a model may echo its prompt), a reasoning model's thoughts, refusals. Numbers, reasons and ids stay, so every
-    table and plot is the same."""
-    if run.config.get("dataset") != "csts":
-        return run  # STS-B's licence (CC BY-SA) allows sharing its text
-
-    def gone(text: str | None) -> str | None:
-        return None if text is None else LEFT_OUT
-
-    samples = tuple(
-        dataclasses.replace(
-            s, prompt=LEFT_OUT, output=gone(s.output), reasoning=gone(s.reasoning), refusal=gone(s.refusal)
-        )
-        for s in run.samples
-    )
-    extras = tuple(e | {"refusal": LEFT_OUT if e.get("refusal") else None} for e in run.extras)
-    return dataclasses.replace(run, samples=samples, extras=extras)
 
 
 def build_table(

@@ -4,7 +4,7 @@ Adding a section: one module with a function `section(table, runs) -> Part | Non
 one row per run, and the runs themselves, in the same order) and one line in SECTIONS below. report.md gets a
 `## title` and the part's lines, index.html a `<section id="key">` with the part's HTML and a link in the page's
 navigation, and the part's files go beside report.md. Sections are built from the runs the report was given, after
-a `--shareable` report has taken the C-STS text out of them (report.py without_csts_text).
+a `--shareable` report has taken the C-STS text out of them (shareable.py without_csts_text).
 """
 
 from __future__ import annotations

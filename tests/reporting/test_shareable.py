@@ -5,7 +5,12 @@ every byte of every file the report wrote is searched for every sentence and con
 from __future__ import annotations
 
 import csv
+import hashlib
+import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from harness.cli.main import main
 from tests.fake_server import FakeServer
@@ -56,3 +61,47 @@ def test_a_shareable_report_holds_no_csts_sentence_or_condition(tmp_path: Path, 
     assert "C-STS text left out" in shared and "I read:" not in shared  # the thought is gone too
     for name in ("table_csts-validation.md", "runs.csv"):  # the numbers are the same
         assert (tmp_path / "shared" / name).read_text() == (tmp_path / "full" / name).read_text()
+
+
+def quoting_plan(prompt: str, attempt: int) -> str:
+    """Every third prompt (by its hash) gets a 400 whose message quotes the whole prompt, as validation errors do."""
+    return "400-quote" if int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % 3 == 0 else "ok"
+
+
+def echo_in_fields(endpoint: str, request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    """The prompt's end as the reply's `model`, its start as `finish_reason`: strings a server writes freely."""
+    prompt = request["messages"][-1]["content"] if "messages" in request else request["prompt"]
+    reply["model"] = prompt[-200:]
+    reply["choices"][0]["finish_reason"] = prompt[:300]
+    return reply
+
+
+def test_server_strings_and_error_messages_that_quote_the_prompt_stay_out(
+    tmp_path: Path, csts_dir: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A failed request's error message (a 400 quoting the prompt), and the `model` and `finish_reason` a server
+    sent back, were kept verbatim in the shareable page; the run's warning line quoted the 400 too."""
+    results = tmp_path / "results"
+    common = ["--data-dir", str(csts_dir), "--shots", "2", "--instr", "long", "--limit", "12", "--no-progress"]
+    with FakeServer(plan=quoting_plan, extras=echo_in_fields) as server:
+        args = ["--model", "m", "--base-url", server.openai_url, "--results-dir", str(results), "--run-id", "q"]
+        capsys.readouterr()
+        assert main([*args, *common]) == 3  # some requests failed in a way a rerun repeats
+        run_err = capsys.readouterr().err
+        failed = [c for c in server.calls if c.action == "400-quote"]
+    assert 0 < len(failed) < 12
+    private = texts(csts_dir)
+    rows = [json.loads(line) for line in (results / "q" / "samples.jsonl").read_text().splitlines()]
+    errors = [r["error"] for r in rows if r["error"]]
+    assert len(errors) == len(failed)  # kept in the run's own files, the prompt's quote taken out of the message
+    assert all(e.startswith("bad_request: HTTP 400: Input should be a valid list: input_value='") for e in errors)
+    assert all("[prompt text]" in e and not any(t in e for t in private) for e in errors)
+    assert f"warning: {len(failed)} requests failed in a way a rerun repeats (bad_request: HTTP 400: Input" in run_err
+    assert [t for t in private if t in run_err] == []
+
+    assert main(["report", str(results / "q"), "--out", str(tmp_path / "full")]) == 0
+    assert main(["report", str(results / "q"), "--out", str(tmp_path / "shared"), "--shareable"]) == 0
+    assert leaks(tmp_path / "full", private)  # the ordinary page shows them: the search can find them
+    assert leaks(tmp_path / "shared", private) == {}
+    page = (tmp_path / "shared" / "index.html").read_text(encoding="utf-8")
+    assert "bad_request: HTTP 400: [C-STS text left out: shareable report]" in page

@@ -28,14 +28,15 @@ from harness.calling.backends.base import (
     MalformedReply,
     RemoteBackend,
     clean_reply,
-    redact,
     status_error,
+    unencodable_prompt,
     usage_count,
 )
-from harness.calling.backends.http import ErrorReply, open_routes, reply_error, sdk_connection_error
+from harness.calling.backends.http import ErrorReply, open_routes, reply_error, route_secrets, sdk_connection_error
 from harness.calling.backends.reading import read_reply
 from harness.calling.backends.thinking import thinking_for
 from harness.calling.backends.transport import MAX_REPLY_MB
+from harness.calling.redaction import Secrets, redact, redact_completion
 from harness.config.settings import RunConfig
 from harness.scoring.constrained import json_schema
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
@@ -118,6 +119,7 @@ class AnthropicBackend(RemoteBackend):
         self.clients = [r.client for r in self.routes]
         self.base_urls = [str(c.base_url) for c in self.clients]
         self.pool = ClientPool(self.routes)
+        self.secrets = route_secrets(api_key, self.routes)  # never stored or printed (calling/redaction.py)
 
     def body(self, request: Request) -> dict[str, Any]:
         """The exact JSON body sent to `endpoint`: `send` posts it, the batch path (harness/batch) submits it as
@@ -169,9 +171,9 @@ class AnthropicBackend(RemoteBackend):
 
     async def send(self, request: Request) -> Completion:
         body = self.body(request)
-        with self.pool.lease() as route, sdk_errors(self._key, body):
+        with self.pool.lease() as route, sdk_errors(self.secrets, body):
             reply = await route.call(body, self._capture_call(body))
-        return read_reply(request.id, reply, self._key, lambda d: self.completion_from(request.id, d, reply.limits))
+        return read_reply(request.id, reply, self.secrets, lambda d: self.completion_from(request.id, d, reply.limits))
 
     @staticmethod
     def _capture_call(body: dict[str, Any]) -> Callable[[AsyncAnthropic], Awaitable[Any]]:
@@ -197,8 +199,8 @@ class AnthropicBackend(RemoteBackend):
         stop = stop if isinstance(stop, str) else None
         refusal = None
         if stop == "refusal":  # the model declined: an answer (scored invalid), its words kept
-            refusal, text = clean_reply(text or "stop_reason: refusal", self._key)[0], ""
-        text, truncated = clean_reply(text, self._key)
+            refusal, text = clean_reply(text or "stop_reason: refusal", self.secrets)[0], ""
+        text, truncated = clean_reply(text, self.secrets)
         usage = data.get("usage")
         details = usage.get("output_tokens_details") if isinstance(usage, dict) else None
         tokens = Usage(
@@ -206,7 +208,7 @@ class AnthropicBackend(RemoteBackend):
             usage_count(details, "thinking_tokens"),
         ) if usage else Usage()  # fmt: skip
         served = data.get("model")
-        return Completion(
+        completion = Completion(
             request_id,
             text,
             usage=tokens,
@@ -215,8 +217,9 @@ class AnthropicBackend(RemoteBackend):
             served_model=served if isinstance(served, str) else None,
             truncated=truncated,
             rate_limit=limits,
-            reasoning=clean_reply(thought, self._key)[0] if thought is not None else None,
+            reasoning=clean_reply(thought, self.secrets)[0] if thought is not None else None,
         )
+        return redact_completion(completion, self.secrets)  # the key out of `model` and `finish_reason` too
 
     async def aclose(self) -> None:
         for route in self.routes:
@@ -245,7 +248,7 @@ def _tool_input(content: list[Any], text: str) -> str:
 
 
 @contextlib.contextmanager
-def sdk_errors(key: str, body: dict[str, Any] | None = None) -> Iterator[None]:
+def sdk_errors(key: Secrets, body: dict[str, Any] | None = None) -> Iterator[None]:
     """Map the SDK's exceptions onto ours (retry or fail fast), with the key redacted from every message;
     `body` (what was sent) lets a 400 that names a sent field be told apart (harness/calling/backends/base.py)."""
     try:
@@ -257,5 +260,7 @@ def sdk_errors(key: str, body: dict[str, Any] | None = None) -> Iterator[None]:
         raise status_error(e.status_code, message, e.response.headers, sent=body or ()) from None
     except anthropic.APIConnectionError as e:  # APITimeoutError included
         raise sdk_connection_error(e, key) from None
+    except UnicodeEncodeError as e:  # before ValueError: what we send, not the reply
+        raise unencodable_prompt(e) from None
     except (anthropic.APIResponseValidationError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
         raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None

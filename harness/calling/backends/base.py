@@ -32,6 +32,8 @@ from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequen
 from typing import Any, Generic, TypeVar
 
 from harness.calling.limits import rate_limit
+from harness.calling.redaction import PLACEHOLDER_KEY, Secrets, redact
+from harness.scoring.reasoning import THINK_TAGS
 from harness.types import Completion, HarnessError, RateLimit, Request
 
 
@@ -60,6 +62,8 @@ class RemoteBackend(ABC):
     name: str
     model: str
     chat: bool  # the prompt goes out as one user message (counted with its wrapping for --max-cost)
+    # What must never be stored or printed: the API key, the proxy's credentials (`redact_completion`).
+    secrets: tuple[str, ...] = ()
 
     @property
     @abstractmethod
@@ -128,8 +132,13 @@ class PermanentError(Exception):
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 529})
 FATAL_STATUS = frozenset({401, 403, 404})  # a bad key, no access, no such model: every request would fail
-PLACEHOLDER_KEY = "EMPTY"  # sent to your own server (--base-url) when no key is set; never redacted
+PROXY_AUTH = (
+    "proxy authentication required (HTTP 407): put the proxy's user and password in the proxy variable's URL "
+    "(http://user:password@host:port), or check the ones there"
+)
 REPLY_CAP_BYTES = 1_000_000  # a longer reply is cut here and flagged `truncated` (a score needs a few bytes)
+REPLY_TAIL_BYTES = 64_000  # of a cut reply, at least its last this many bytes are kept (the answer after a thought)
+_CLOSING = tuple({close.encode() for _, close in THINK_TAGS.values()})
 
 # A prompt over the context length, in the words of OpenAI, vLLM, llama.cpp, TGI and Anthropic.
 _CONTEXT = re.compile(
@@ -163,6 +172,8 @@ def status_error(
         return RetryableError(text, retry_after_seconds(headers), status == 429, rate_limit(headers))
     if status in FATAL_STATUS:
         return PermanentError(text, fatal=True)
+    if status == 407:  # an http:// base URL's request goes to the proxy itself, which answers it (https: transport.py)
+        return PermanentError(f"{PROXY_AUTH}; the proxy said: {message}", fatal=True)
     if code == "context_length_exceeded" or _CONTEXT.search(f"{message} {code or ''}"):
         return PermanentError(text, kind="context_length_exceeded")
     if status == 413:
@@ -174,6 +185,19 @@ def status_error(
     ):
         return PermanentError(text, fatal=True)
     return PermanentError(text, kind="bad_request")
+
+
+def unencodable_prompt(e: UnicodeEncodeError) -> PermanentError:
+    """A request body UTF-8 cannot encode, which only a lone surrogate (half of a UTF-16 pair, not a character)
+    makes: the text the prompt was made from holds one (a data file, or a model's reply reused in a prompt, such as
+    a rewritten condition). Not the reply's fault and not sent; another try would fail the same way."""
+    found = ", ".join(dict.fromkeys(f"U+{ord(ch):04X}" for ch in e.object[e.start : e.end]))
+    return PermanentError(
+        f"not sent: the prompt holds {found}, a lone surrogate (half of a UTF-16 pair, not a character), which UTF-8 "
+        "cannot encode; it came from the text the prompt was made of (a data file, or a model's earlier reply such "
+        "as a rewritten condition)",
+        kind="unencodable_prompt",
+    )
 
 
 def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
@@ -208,22 +232,23 @@ def api_key(variable: str, backend: str, base_urls: Sequence[str]) -> str:
     raise HarnessError(f"{variable} is not set: the {backend} backend needs an API key")
 
 
-def redact(text: str, secret: str | None) -> str:
-    """Remove a secret from a message or reply before it is recorded or printed (providers echo bad keys back)."""
-    if secret and len(secret) >= 4 and secret != PLACEHOLDER_KEY:
-        text = text.replace(secret, "[redacted]")
-    return text
-
-
-def clean_reply(text: str, key: str | None) -> tuple[str, bool]:
-    """(the reply as stored, whether it was cut): the key redacted, at most REPLY_CAP_BYTES of UTF-8."""
+def clean_reply(text: str, key: Secrets) -> tuple[str, bool]:
+    """(the reply as stored, whether it was cut): the key redacted, at most REPLY_CAP_BYTES of UTF-8. A longer reply
+    keeps its beginning and its end: a reasoning model's answer comes after its inline thought, which may be longer
+    than the cap, so the end is kept from the last closing tag of a known thought format (scoring/reasoning.py),
+    else its last REPLY_TAIL_BYTES, and the thought loses its middle, never the answer."""
     text = redact(text, key)
     if len(text) * 4 <= REPLY_CAP_BYTES:  # cheap test first: no character takes more than 4 bytes
         return text, False
     raw = text.encode("utf-8", "surrogatepass")
     if len(raw) <= REPLY_CAP_BYTES:
         return text, False
-    return raw[:REPLY_CAP_BYTES].decode("utf-8", "ignore"), True
+    start = min([len(raw) - REPLY_TAIL_BYTES, *(i for tag in _CLOSING if (i := raw.rfind(tag)) >= 0)])
+    start = max(start, len(raw) - REPLY_CAP_BYTES // 2)  # half for the end at most: the beginning is kept too
+    while raw[start] & 0xC0 == 0x80:  # not inside a character
+        start += 1
+    tail = raw[start:]
+    return raw[: REPLY_CAP_BYTES - len(tail)].decode("utf-8", "ignore") + tail.decode("utf-8", "ignore"), True
 
 
 def usage_count(usage: Any, name: str) -> int:

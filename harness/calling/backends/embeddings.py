@@ -46,7 +46,7 @@ class OpenAIEmbeddingBackend(OpenAIBackend):
         # Through the SDK's typed create(), not the lean path of the text backends: it asks for base64
         # vectors and decodes them, and qa-embed sends a few thousand requests, not hundreds a second.
         body = self.body(request)
-        with self.sdk_pool.lease() as client, sdk_errors(self._key, body):
+        with self.sdk_pool.lease() as client, sdk_errors(self.secrets, body):
             response = await client.embeddings.create(**body)
         if not response.data:
             raise MalformedReply("malformed reply: no embedding in the reply")

@@ -30,10 +30,11 @@ try:  # the SDKs' own HTTP library: httpx2 in current releases, httpx before
 except ImportError:  # pragma: no cover - an older SDK
     import httpx as httpx2  # type: ignore[no-redef]
 
-from harness.calling.backends.base import PermanentError, RetryableError, redact, status_error
+from harness.calling.backends.base import PermanentError, RetryableError, status_error
 from harness.calling.backends.bounded import ReplyTooLarge
-from harness.calling.backends.transport import MAX_REPLY_MB, Link, SDKTransport
+from harness.calling.backends.transport import MAX_REPLY_MB, Link, SDKTransport, proxy_for
 from harness.calling.limits import rate_limit
+from harness.calling.redaction import Secrets, redact, secrets_of
 from harness.types import RateLimit
 
 # Set by the sending library for every request: a captured value would be wrong (length), redundant, or (encoding)
@@ -118,7 +119,7 @@ def _text(value: object) -> str | None:
     return str(value) if value is not None else None
 
 
-def reply_error(e: ErrorReply, key: str, sent: Collection[str] = ()) -> RetryableError | PermanentError:
+def reply_error(e: ErrorReply, key: Secrets, sent: Collection[str] = ()) -> RetryableError | PermanentError:
     """An error reply under our policy (harness/calling/backends/base.py `status_error`), the key redacted."""
     message = redact(e.message, key)
     if e.status == 429 and e.code == "insufficient_quota":
@@ -126,7 +127,7 @@ def reply_error(e: ErrorReply, key: str, sent: Collection[str] = ()) -> Retryabl
     return status_error(e.status, message, e.headers, e.code, e.param, sent)
 
 
-def sdk_connection_error(e: Exception, key: str) -> RetryableError | PermanentError:
+def sdk_connection_error(e: Exception, key: Secrets) -> RetryableError | PermanentError:
     """A failure an SDK reports as APIConnectionError: the transport's own error (transport.py) where it was ours,
     else (a timeout of the SDK's own) a retryable one."""
     cause = e.__cause__
@@ -220,3 +221,20 @@ def open_routes(
         link.base_url = str(client.base_url)  # as the SDK resolved it (OPENAI_BASE_URL & co.)
         routes.append(Route(client, link))
     return routes
+
+
+def route_secrets(key: str, routes: Sequence[Route]) -> tuple[str, ...]:
+    """What a backend must redact: its API key and, where a route's proxy URL carries credentials, every form a
+    proxy may echo back (the password, `user:password`, the Proxy-Authorization token transport.py sends)."""
+    found = [key]
+    for route in routes:
+        try:
+            proxy = proxy_for(route.link.base_url)
+        except PermanentError:
+            continue  # an unusable proxy: the first request says so, and nothing was sent to it
+        if proxy is None or proxy.user is None:
+            continue
+        password = proxy.password or ""
+        token = aiohttp.encode_basic_auth(proxy.user, password).removeprefix("Basic ")
+        found += [password, proxy.raw_password or "", f"{proxy.user}:{password}", token]
+    return secrets_of(found)

@@ -25,16 +25,16 @@ from harness.calling.backends.base import (
     PermanentError,
     RemoteBackend,
     clean_reply,
-    redact,
     usage_count,
 )
-from harness.calling.backends.http import ErrorReply, Route, open_routes
+from harness.calling.backends.http import ErrorReply, Route, open_routes, route_secrets
 from harness.calling.backends.openai_errors import sdk_errors
 from harness.calling.backends.openai_logprobs import logprob_fields, score_probs_from
 from harness.calling.backends.openai_names import DEFAULT_REASONING_TOKENS, default_chat  # shared with --dry-run
 from harness.calling.backends.reading import read_reply
 from harness.calling.backends.thinking import thinking_for
 from harness.calling.backends.transport import MAX_REPLY_MB
+from harness.calling.redaction import redact, redact_completion
 from harness.config.settings import RunConfig
 from harness.scoring.constrained import gbnf, response_format
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
@@ -117,6 +117,7 @@ class OpenAIBackend(RemoteBackend):
         self.clients = [r.client for r in self.routes]
         self.base_urls = [str(c.base_url) for c in self.clients]
         self.pool = ClientPool(self.routes)
+        self.secrets = route_secrets(api_key, self.routes)  # never stored or printed (calling/redaction.py)
 
     @property
     def endpoint(self) -> str:
@@ -187,22 +188,22 @@ class OpenAIBackend(RemoteBackend):
 
     async def send(self, request: Request) -> Completion:
         body = self.body(request)
-        with self.pool.lease() as route, sdk_errors(self._key, body):
+        with self.pool.lease() as route, sdk_errors(self.secrets, body):
             try:
                 reply = await route.call(body, self._capture_call(body))
             except ErrorReply as e:
                 if e.status != 404:
                     raise  # sdk_errors classifies it
                 raise await self.not_found(route, e) from None
-        return read_reply(request.id, reply, self._key, lambda d: self.completion_from(request.id, d, reply.limits))
+        return read_reply(request.id, reply, self.secrets, lambda d: self.completion_from(request.id, d, reply.limits))
 
     async def not_found(self, route: Route, e: ErrorReply) -> PermanentError:
         """A 404 explained. The server's model list is asked only now, as a hint: a model it does not list
         (while it lists some), a server without /v1/completions for raw prompts, or a wrong --base-url."""
-        message = redact(e.message, self._key)
+        message = redact(e.message, self.secrets)
         served = await route.models()
         if served and self.model not in served:
-            shown = ", ".join(repr(m) for m in served[:10]) + (" ..." if len(served) > 10 else "")
+            shown = redact(", ".join(repr(m) for m in served[:10]) + (" ..." if len(served) > 10 else ""), self.secrets)
             return PermanentError(
                 f"model {self.model!r} is not served at {route.link.base_url}: it serves {shown} (HTTP 404: {message})",
                 fatal=True,
@@ -254,17 +255,17 @@ class OpenAIBackend(RemoteBackend):
         if not isinstance(text, str | None) or not isinstance(refusal, str | None):
             raise MalformedReply("malformed reply: the text is not a string")
         if refusal is not None:  # the model declined: an answer (scored invalid), its words kept
-            refusal, _ = clean_reply(refusal, self._key)
+            refusal, _ = clean_reply(refusal, self.secrets)
             text = ""
         elif text is None:
             if finish not in ("length", "content_filter") and thought is None:
                 raise MalformedReply(f"malformed reply: no text and no refusal (finish_reason {finish!r})")
             text = ""  # cut off before any text, filtered, or a thought with no answer: the model's (empty) answer
-        text, truncated = clean_reply(text, self._key)
+        text, truncated = clean_reply(text, self.secrets)
         usage = data.get("usage")
         tokens = Usage(usage_count(usage, "prompt_tokens"), usage_count(usage, "completion_tokens"), hidden(usage))
         served = data.get("model")
-        return Completion(
+        completion = Completion(
             request_id,
             text,
             usage=tokens,
@@ -273,9 +274,10 @@ class OpenAIBackend(RemoteBackend):
             served_model=served if isinstance(served, str) else None,
             truncated=truncated,
             rate_limit=limits,
-            reasoning=clean_reply(thought, self._key)[0] if thought is not None else None,
+            reasoning=clean_reply(thought, self.secrets)[0] if thought is not None else None,
             score_probs=score_probs_from(choice) if self.expected else None,
         )
+        return redact_completion(completion, self.secrets)  # the key out of `model` and `finish_reason` too
 
     async def aclose(self) -> None:
         for route in self.routes:

@@ -10,17 +10,13 @@ from typing import Any
 
 import openai
 
-from harness.calling.backends.base import (
-    MalformedReply,
-    PermanentError,
-    redact,
-    status_error,
-)
+from harness.calling.backends.base import MalformedReply, PermanentError, status_error, unencodable_prompt
 from harness.calling.backends.http import ErrorReply, reply_error, sdk_connection_error
+from harness.calling.redaction import Secrets, redact
 
 
 @contextlib.contextmanager
-def sdk_errors(key: str, body: dict[str, Any] | None = None) -> Iterator[None]:
+def sdk_errors(key: Secrets, body: dict[str, Any] | None = None) -> Iterator[None]:
     """Map the SDK's exceptions onto ours (retry or fail fast), with the key redacted from every message."""
     try:
         yield
@@ -35,6 +31,8 @@ def sdk_errors(key: str, body: dict[str, Any] | None = None) -> Iterator[None]:
         ) from None
     except openai.APIConnectionError as e:  # APITimeoutError included
         raise sdk_connection_error(e, key) from None
+    except UnicodeEncodeError as e:  # before ValueError: what we send, not the reply
+        raise unencodable_prompt(e) from None
     except (openai.APIResponseValidationError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
         raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
 

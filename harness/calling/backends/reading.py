@@ -14,8 +14,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from harness.calling.backends.base import MalformedReply, clean_reply, redact
+from harness.calling.backends.base import MalformedReply, clean_reply
 from harness.calling.backends.http import Received
+from harness.calling.redaction import Secrets, redact
 from harness.types import Completion, RateLimit
 
 TOO_LARGE = "too-large"  # a body over --max-reply-mb (transport.py MAX_REPLY_MB)
@@ -23,7 +24,7 @@ TOO_DEEP = "too-deep"  # JSON nested deeper than Python's decoder goes (Recursio
 UNREADABLE = "unreadable"  # the JSON parsed, but reading the answer out of it failed
 
 
-def read_reply(request_id: str, reply: Received, key: str, interpret: Callable[[Any], Completion]) -> Completion:
+def read_reply(request_id: str, reply: Received, key: Secrets, interpret: Callable[[Any], Completion]) -> Completion:
     """The reply's Completion; a MalformedReply only when the body is not JSON at all."""
     content, limits = reply.content, reply.limits
     if reply.over is not None:  # over --max-reply-mb: its first bytes kept, never read as an answer
@@ -42,13 +43,15 @@ def read_reply(request_id: str, reply: Received, key: str, interpret: Callable[[
         return unreadable(request_id, content, key, e, limits)
 
 
-def unreadable(request_id: str, content: bytes, key: str, e: Exception, limits: RateLimit | None = None) -> Completion:
+def unreadable(
+    request_id: str, content: bytes, key: Secrets, e: Exception, limits: RateLimit | None = None
+) -> Completion:
     """A reply whose JSON parsed but could not be read as an answer (`e` says why), kept as malformed."""
     return malformed(request_id, content, limits, key, UNREADABLE, f"{type(e).__name__}: {redact(str(e), key)[:200]}")
 
 
 def malformed(
-    request_id: str, content: bytes, limits: RateLimit | None, key: str, code: str, detail: str
+    request_id: str, content: bytes, limits: RateLimit | None, key: Secrets, code: str, detail: str
 ) -> Completion:
     raw, truncated = clean_reply(content.decode("utf-8", "replace"), key)
     return Completion(request_id, "", malformed=f"{code}: {detail}", raw=raw, truncated=truncated, rate_limit=limits)

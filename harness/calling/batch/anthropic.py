@@ -16,9 +16,10 @@ from anthropic import AsyncAnthropic
 from anthropic.types.messages import MessageBatch
 
 from harness.calling.backends.anthropic import AnthropicBackend, sdk_errors
-from harness.calling.backends.base import MalformedReply, PermanentError, redact
+from harness.calling.backends.base import MalformedReply, PermanentError
 from harness.calling.backends.reading import unreadable
 from harness.calling.batch.base import Item, Outcome, Remote
+from harness.calling.redaction import redact
 
 # Limits from the Message Batches guide: 100,000 requests or 256 MB per batch, whichever comes first.
 MAX_REQUESTS = 100_000
@@ -35,7 +36,7 @@ class AnthropicBatches:
 
     def __init__(self, backend: AnthropicBackend) -> None:
         self.backend = backend
-        self.key = backend._key  # only to redact it from error messages
+        self.key = backend.secrets  # only to redact them from error messages
 
     def item_size(self, item: Item) -> int:
         return len(json.dumps({"custom_id": item.key, "params": item.body}, ensure_ascii=False).encode()) + 2
@@ -104,7 +105,7 @@ class AnthropicBatches:
                 message = result.message.to_dict()  # type: ignore[attr-defined]
                 return Outcome(key, self.backend.completion_from(key, message))
             except (MalformedReply, PermanentError, AttributeError, TypeError) as e:
-                return Outcome(key, None, f"malformed response: {str(e)[:200]}")
+                return Outcome(key, None, f"malformed response: {redact(str(e), self.key)[:200]}")
             except Exception as e:  # a paid answer is kept, never lost to reading it (backends/reading.py)
                 return Outcome(key, unreadable(key, json.dumps(message, default=str).encode(), self.key, e))
         if kind == "errored":

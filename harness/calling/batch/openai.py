@@ -15,11 +15,12 @@ from collections.abc import AsyncIterator, Sequence
 from openai import AsyncOpenAI
 from openai.types import Batch
 
-from harness.calling.backends.base import MalformedReply, PermanentError, redact
+from harness.calling.backends.base import MalformedReply, PermanentError
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.openai_errors import sdk_errors
 from harness.calling.backends.reading import unreadable
 from harness.calling.batch.base import Item, Outcome, Remote
+from harness.calling.redaction import redact
 
 ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 # Limits from the Batch API reference: "up to 50,000 requests, and can be up to 200 MB in size".
@@ -43,7 +44,7 @@ class OpenAIBatches:
 
     def __init__(self, backend: OpenAIBackend) -> None:
         self.backend = backend
-        self.key = backend._key  # only to redact it from error messages
+        self.key = backend.secrets  # only to redact them from error messages
 
     def item_size(self, item: Item) -> int:
         return len(jsonl_line(item, self.backend.endpoint))
@@ -89,7 +90,7 @@ class OpenAIBatches:
         done, failed = (counts.completed, counts.failed) if counts else (0, 0)
         why = None
         if batch.status == "failed" and batch.errors and batch.errors.data:
-            why = "; ".join(f"{e.code}: {e.message}" for e in batch.errors.data[:3])
+            why = redact("; ".join(f"{e.code}: {e.message}" for e in batch.errors.data[:3]), self.key)
         elif batch.status in ("expired", "cancelled"):
             why = f"batch {batch.status} before this request was answered"
         elif batch.status == "failed":

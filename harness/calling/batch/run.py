@@ -24,6 +24,7 @@ from harness.calling.cache import ResponseCache
 from harness.calling.cache_keys import request_key
 from harness.calling.options import DispatchOptions, DispatchStats, dispatch_options
 from harness.calling.pricing import Price
+from harness.calling.redaction import without_prompt
 from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, Request
 
@@ -68,7 +69,7 @@ def batch_call(
         for r in requests:
             key = keys[r.id]
             if key in got.errors:
-                done[r.id] = Completion(r.id, None, error=got.errors[key])
+                done[r.id] = Completion(r.id, None, error=without_prompt(got.errors[key], r.prompt))
             elif key in got.answers and key not in billed:  # arrived now: paid now (a repeated prompt once)
                 billed.add(key)
                 # The whole reply as completion_from read it: refusal, finish_reason, served model, usage.

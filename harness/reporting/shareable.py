@@ -1,0 +1,78 @@
+"""`report --shareable`: a run with every text that may hold C-STS sentences or conditions taken out (the release
+terms forbid sharing them), its numbers, reasons and ids kept, so every table and plot is the same.
+
+Out: prompts, replies (a model may echo its prompt), thoughts, refusals, and every other string a server wrote: an
+error message keeps only the words the harness itself put before the server's (`HTTP 400`, `bad_request`, `gave up
+after 3 tries`), because a server's message may quote the prompt (a validation error's `input`); the `model` and
+`finish_reason` a server reported are kept only where they have the shape of a model id and of a stop reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from harness.results.read import Run
+
+LEFT_OUT = "[C-STS text left out: shareable report]"
+
+# The harness's own words at the start of an error message, before any server's (harness/calling: attempts.py,
+# backends/base.py status_error and its kinds, dispatch.py, transport.py, batch/*.py).
+_HEAD = re.compile(
+    r"(?:(?:gave up after \d+ tr(?:y|ies)|not retried: the run stopped|HTTP \d{3}|malformed (?:reply|response)"
+    r"|connection error|unexpected [A-Za-z_][\w.]*|context_length_exceeded|request_too_large|bad_request"
+    r"|unencodable_prompt|not sent): )+"
+)
+# Whole messages the harness writes with nothing of a server's or a prompt's in them.
+_OURS = re.compile(
+    r"not sent: --max-cost \$[\d.e+-]+ would be exceeded|request timed out|no answer within [\d.e+-]+s \(--timeout\)"
+    r"|backend [\w-]+ returned no completion|no answer in the cache after its batch ended"
+)
+_MODEL_ID = re.compile(r"[\w.:/@+-]{1,200}")  # gpt-4o-2024-08-06, meta-llama/Llama-3.1-8B-Instruct, org/model:tag
+_STOP_REASON = re.compile(r"[a-z_]{1,40}")  # stop, length, content_filter, tool_calls, refusal
+
+
+def error_head(error: str | None) -> str | None:
+    """An error message as a shareable report shows it: the harness's own words, the rest left out."""
+    if error is None or _OURS.fullmatch(error):
+        return error
+    head = _HEAD.match(error)
+    return (head.group(0) if head else "") + LEFT_OUT
+
+
+def _shaped(value: Any, shape: re.Pattern[str]) -> Any:
+    return value if not isinstance(value, str) or shape.fullmatch(value) else LEFT_OUT
+
+
+def without_csts_text(run: Run) -> Run:
+    """The run with every text that may hold C-STS sentences or conditions replaced by a marker (above)."""
+    if run.config.get("dataset") != "csts":
+        return run  # STS-B's licence (CC BY-SA) allows sharing its text
+
+    def gone(text: str | None) -> str | None:
+        return None if text is None else LEFT_OUT
+
+    samples = tuple(
+        dataclasses.replace(
+            s,
+            prompt=LEFT_OUT,
+            output=gone(s.output),
+            reasoning=gone(s.reasoning),
+            refusal=gone(s.refusal),
+            error=error_head(s.error),
+            served_model=_shaped(s.served_model, _MODEL_ID),
+            finish_reason=_shaped(s.finish_reason, _STOP_REASON),
+        )
+        for s in run.samples
+    )
+    extras = tuple(
+        e
+        | {
+            "refusal": LEFT_OUT if e.get("refusal") else None,
+            "served_model": _shaped(e.get("served_model"), _MODEL_ID),
+            "finish_reason": _shaped(e.get("finish_reason"), _STOP_REASON),
+        }
+        for e in run.extras
+    )
+    return dataclasses.replace(run, samples=samples, extras=extras)
