@@ -124,16 +124,18 @@ def answer_start(pieces: Sequence[str], text: str | None, thought: str | None = 
     """Which output position holds the answer's first token, so that a score read from token probabilities
     (--scoring expected) comes from the answer and never from a thought. `pieces`: each output position's token
     text, in order (they may spell the thought too: an inline one, or one a server returned apart); `text` and
-    `thought`: the reply as the backend split it. 0 when the reply holds no thought (the first position, as
-    ever); None when it holds one and its answer's first token cannot be told: the thought never closed, no
-    answer, or the tokens do not spell the answer (every THINK_TAGS format is looked for, whatever --think-tags)."""
-    split = split_reply(text, thought, tuple(THINK_TAGS.values()))
-    if split.thought is None:
-        return 0
+    `thought`: the reply as the backend split it. 0 when neither the reply nor its tokens hold a thought (the
+    first position, as ever); None when one does and its answer's first token cannot be told: the thought never
+    closed, no answer, or the tokens do not spell the answer (every THINK_TAGS format, whatever --think-tags)."""
+    tags, joined = tuple(THINK_TAGS.values()), "".join(pieces)
+    split = split_reply(text, thought, tags)
+    if split.thought is None:  # the tokens may still spell one: a text decoded without its special tokens
+        split = split_reply(joined, None, tags)
+        if split.thought is None:
+            return 0
     answer = (split.answer or "").strip()
     if not answer:
         return None
-    joined = "".join(pieces)
     # The answer follows the last closing delimiter the tokens spell (none: they spell the answer alone).
     cut = max((joined.rfind(close) + len(close) for _, close in THINK_TAGS.values() if close in joined), default=0)
     lead = _LEAD.match(joined, cut)

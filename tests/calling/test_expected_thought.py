@@ -149,6 +149,7 @@ def test_reasoning_no_switches_the_thought_off_and_is_accepted(tmp_path: Path) -
         (["2", "</think>4"], "2</think>4", None, None),  # one token holds the delimiter and the answer
         (["2", " dogs"], "4", "2 dogs", None),  # the tokens do not spell the answer: nothing to read
         (["4"], "4", "2 dogs", 0),  # a thought apart, the tokens of the answer alone
+        (["2", "</think>", "\n\n", "4"], "2\n\n4", None, 3),  # a text decoded without its special tokens
         (["<think>", "2"], "<think>2", None, None),  # never closed
         (["<|channel|>analysis<|message|>", "2", "<|end|>", "<|start|>assistant", "<|channel|>final<|message|>", "4"],
          "<|channel|>analysis<|message|>2<|end|><|start|>assistant<|channel|>final<|message|>4", None, 5),
