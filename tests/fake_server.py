@@ -60,7 +60,7 @@ from tests.fake_replies import (
 __all__ = ["HUGE_BYTES", "REFUSAL", "RETRY_AFTER_MS", "FakeServer", "bag_of_words", "default_answer"]
 
 Plan = Callable[[str, int], str]
-CHAT, RAW, MESSAGES = "/v1/chat/completions", "/v1/completions", "/v1/messages"
+CHAT, RAW, MESSAGES, EMBEDDINGS = "/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/embeddings"
 
 
 def always_ok(prompt: str, attempt: int) -> str:
@@ -120,7 +120,7 @@ class FakeServer:
         self.max_in_flight = 0  # the most requests the server held at once
         self.served = 0  # replies with status 200 and a model answer (counted even when not logging)
         self.limiter = ratelimit.RateLimiter(rate_limit) if rate_limit is not None else None
-        # (endpoint, request body, reply) -> the reply sent: log-probabilities, tool calls (tests/fake_protocols.py)
+        # (endpoint, request body, reply) -> the reply sent: logprobs, tool calls, embeddings (tests/fake_protocols.py)
         self.extras = extras
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -264,7 +264,8 @@ class FakeServer:
         if error is not None:
             return error
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        return self._reply(prompt, embeddings_reply(body["model"], texts))
+        reply = embeddings_reply(body["model"], texts)
+        return self._reply(prompt, self.extras(EMBEDDINGS, body, reply) if self.extras is not None else reply)
 
     async def _stats(self, request: web.Request) -> web.Response:
         limits = self.limiter and self.limiter.stats()

@@ -20,18 +20,60 @@ from pathlib import Path
 from harness.inputs import disk_full
 from harness.types import HarnessError
 
-OUR_TABLES = frozenset({"responses", "batches", "batch_requests"})
 RESPONSE_COLUMNS = frozenset({"key", "text", "input_tokens", "output_tokens", "backend", "model", "created"})
+# Every table and index the cache and the batch records make (cache.py, batch/store.py _SCHEMA), with its columns:
+# a file is ours only when each of its tables is one of these with exactly these columns (`meta` came later).
+OUR_SCHEMA: dict[str, tuple[frozenset[str], ...]] = {
+    "responses": (RESPONSE_COLUMNS, RESPONSE_COLUMNS | {"meta"}),
+    "batches": (
+        frozenset(
+            {
+                "local_id",
+                "provider",
+                "model",
+                "base_url",
+                "stage",
+                "batch_id",
+                "input_file_id",
+                "status",
+                "total",
+                "done",
+                "failed",
+                "pid",
+                "host",
+                "created",
+                "updated",
+                "create_sent",
+                "note",
+            }
+        ),
+    ),
+    "batch_requests": (frozenset({"local_id", "key", "state", "error", "updated"}),),
+}
+OUR_TABLES = frozenset(OUR_SCHEMA)
+OUR_INDEXES = frozenset({"batch_requests_key"})
 JSON_TEXT = "json"  # meta["text"]: the text column holds json.dumps(text)
 
 
 def check_ours(db: sqlite3.Connection, path: Path) -> None:
-    """HarnessError (read only, nothing changed) unless the file is empty or holds only our tables."""
-    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    foreign = sorted(t for t in tables - OUR_TABLES if not t.startswith("sqlite_"))
-    columns = {row[1] for row in db.execute("PRAGMA table_info(responses)")} if "responses" in tables else set()
-    if foreign or ("responses" in tables and not columns >= RESPONSE_COLUMNS):
-        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "") if foreign else "responses"
+    """HarnessError (read only, nothing changed) unless the file is empty or its whole schema is ours: only our
+    tables, each with exactly our columns, and no index, view or trigger of another program's. A table that
+    merely borrows one of our names (another program's `batches`) makes the file foreign too."""
+    objects = db.execute(
+        "SELECT type, name, tbl_name FROM sqlite_master WHERE substr(name, 1, 7) != 'sqlite_'"
+    ).fetchall()
+    foreign: list[str] = []
+    for kind, name, table in objects:
+        if kind == "table" and name in OUR_SCHEMA:
+            columns = frozenset(row[1] for row in db.execute(f'PRAGMA table_info("{name}")'))
+            ours = columns in OUR_SCHEMA[name]
+        else:
+            ours = kind == "index" and name in OUR_INDEXES and table in OUR_TABLES
+        if not ours:
+            foreign.append(name if kind == "table" else f"{kind} {name}")
+    if foreign:
+        foreign.sort()
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
         raise HarnessError(
             f"{path} is an SQLite database of another program (its tables {shown} are not a response cache's); "
             "it was left unchanged: give --cache a new file (or the cache.sqlite of a results folder)"

@@ -98,6 +98,8 @@ def cmd_errors(argv: Sequence[str]) -> int:
         write_manifest(staging)
     t, n = result.test, result.no_cluster
     print(f"error identification ({result.distribution} distribution, {a.embed_model}): {len(items)} instances")
+    if any(left_out.values()):  # rows without answers or labels, or with an embedding that cannot be used
+        print("  left out: " + ", ".join(f"{n} ({why})" for why, n in left_out.items() if n))
     print(f"  best K (fitting half): {result.best_k}")
     print(f"  held-out half, K={result.best_k}: P {t.precision:.3f}  R {t.recall:.3f}  F1 {t.f1:.3f}")
     print(f"  held-out half, no cluster: P {n.precision:.3f}  R {n.recall:.3f}  F1 {n.f1:.3f}")

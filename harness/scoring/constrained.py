@@ -6,6 +6,8 @@ OpenAI-compatible servers, Anthropic's forced tool call) or as the bare integer 
 tokens (vLLM's choice, hf's first-token restriction). A backend may ignore the constraint (a server that
 drops `response_format`), so the reply is still parsed and the invalid rate still measured: a reply is valid
 only when it is exactly one of those two shapes (a bare integer, or a JSON object with one number `score`).
+Any reply is read in time linear in its length and never raises (issue 30): a number no float holds, or JSON
+nested too deep for the json module, is simply not a score.
 """
 
 from __future__ import annotations
@@ -55,12 +57,22 @@ def parse_constrained(text: str | None) -> float | None:
         return None
     bare = _BARE.match(text)
     if bare:
-        return float(bare.group(1))
+        return _finite(bare.group(1))
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON; an integer of over 4,300 digits; `[` nested ~1,000 deep
         return None
     value = data.get(FIELD) if isinstance(data, dict) and len(data) == 1 else None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    return _finite(value)
+
+
+def _finite(value: str | int | float) -> float | None:
+    """The value as a finite float; None for one no float holds (an integer of 309+ digits, which `float` of an
+    int refuses with OverflowError and of a string makes inf): never a score, however far off the scale."""
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None

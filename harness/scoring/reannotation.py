@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,10 @@ from typing import Any
 STATUSES = ("json", "embedded", "invalid-json", "bad-field", "error")
 VALID = ("json", "embedded")
 RATINGS = (1, 2, 3, 4, 5)
+BRACKETS = re.compile(r"[][{}]")
+OPENING = re.compile(r'\{\s*["}]')  # where a JSON object may begin: "{" then a key's quote, or "}"
+WINDOW = 256  # characters of the first parse from each such place (grown while a parse runs out of it)
+MAX_TRIES = 2_000  # places tried before a reply is called invalid-json: bounded time on any reply
 
 
 @dataclass(frozen=True)
@@ -34,27 +39,72 @@ class Reading:
 
 
 def json_object(text: str | None) -> tuple[dict[str, Any] | None, str]:
-    """(the reply's JSON object, "json" | "embedded"), or (None, "invalid-json")."""
+    """(the reply's JSON object, "json" | "embedded"), or (None, "invalid-json"). Linear in the reply's length and
+    never raising, whatever the server sent (issue 30: a 300 KB reply of braces took minutes, deep nesting crashed)."""
     if text is None:
         return None, "invalid-json"
     stripped = text.strip()
     try:
         whole = json.loads(stripped)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not one JSON value; nested deeper than the json module recurses
         whole = None
     if isinstance(whole, dict):
         return whole, "json"
+    return _embedded(stripped)
+
+
+def _embedded(text: str) -> tuple[dict[str, Any] | None, str]:
+    """The first object that parses from a "{" that may open one ("{" then a key's quote or "}"), among the first
+    MAX_TRIES such places. Each try parses a window of the text that grows only while the parse runs to its end,
+    and a failed try resumes where the parse failed: every character is read a bounded number of times (an object
+    nested in one that never closed is not looked for), and never a search from each "{" to the text's end."""
     decoder = json.JSONDecoder()
-    start = stripped.find("{")
-    while start != -1:  # the first position an object parses from (replies are short: max_tokens bounds them)
-        try:
-            found, _ = decoder.raw_decode(stripped, start)
-        except json.JSONDecodeError:
-            found = None
-        if isinstance(found, dict):
+    at, tries = OPENING.search(text), 0
+    while at is not None and tries < MAX_TRIES:
+        tries += 1
+        found, resume = _parse_at(decoder, text, at.start())
+        if found is not None:
             return found, "embedded"
-        start = stripped.find("{", start + 1)
+        at = OPENING.search(text, resume)
     return None, "invalid-json"
+
+
+def _parse_at(decoder: json.JSONDecoder, text: str, start: int) -> tuple[dict[str, Any] | None, int]:
+    """(the object that parses from `start`, or None and where to look next). The json module's error position
+    costs a count over the text before it, so the text is parsed in a window, grown fourfold while the parse
+    ran out of it (an unterminated string, or a failure within a literal's length of its end)."""
+    size = WINDOW
+    while True:
+        window = text[start : start + size]
+        try:
+            found, _ = decoder.raw_decode(window)
+        except json.JSONDecodeError as e:
+            ran_out = e.msg.startswith("Unterminated string") or e.pos >= len(window) - 16
+            if ran_out and start + size < len(text):
+                size *= 4
+                continue
+            return None, start + max(e.pos, 1)
+        except RecursionError:  # nested deeper than the json module recurses: skip what those brackets hold
+            return None, _after_brackets(text, start)
+        return (found, start) if isinstance(found, dict) else (None, start + 1)
+
+
+def _after_brackets(text: str, start: int) -> int:
+    """Where the brackets opened at `start` all close again (or the text's end), counting blindly through strings.
+    In chunks: one whose closers cannot bring the count down to 0 is passed over with four C-speed counts."""
+    depth, at = 0, start
+    while at < len(text):
+        chunk = text[at : at + 4096]
+        closers = chunk.count("}") + chunk.count("]")
+        if depth - closers > 0:  # cannot reach 0 inside this chunk
+            depth += chunk.count("{") + chunk.count("[") - closers
+        else:
+            for m in BRACKETS.finditer(chunk):
+                depth += 1 if m.group() in "{[" else -1
+                if depth <= 0:
+                    return at + m.end()
+        at += len(chunk)
+    return len(text)
 
 
 def _justification(obj: dict[str, Any]) -> str | None:

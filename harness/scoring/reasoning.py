@@ -33,6 +33,8 @@ DEFAULT_TAGS = tuple(THINK_TAGS)  # --think-tags auto
 _HARMONY_FRAME = re.compile(r"<\|(?:end|return|start)\|>(?:assistant)?|<\|channel\|>final<\|message\|>")
 # Answer-side wrappers some thought formats put around the answer (OpenThoughts' solution block).
 _SOLUTION = re.compile(r"<\|(?:begin|end)_of_solution\|>")
+# What may stand between a thought's end and its answer's first token: blanks and the framing above.
+_LEAD = re.compile(rf"(?:\s|{_HARMONY_FRAME.pattern}|{_SOLUTION.pattern})*")
 
 
 @dataclass(frozen=True)
@@ -116,3 +118,33 @@ def thinking_cut_off(split: Split, finish_reason: str | None, hidden_reasoning_t
         return True
     no_answer = split.answer is None or not split.answer.strip()
     return no_answer and (bool(split.thought) or hidden_reasoning_tokens > 0)
+
+
+def answer_start(pieces: Sequence[str], text: str | None, thought: str | None = None) -> int | None:
+    """Which output position holds the answer's first token, so that a score read from token probabilities
+    (--scoring expected) comes from the answer and never from a thought. `pieces`: each output position's token
+    text, in order (they may spell the thought too: an inline one, or one a server returned apart); `text` and
+    `thought`: the reply as the backend split it. 0 when neither the reply nor its tokens hold a thought (the
+    first position, as ever); None when one does and its answer's first token cannot be told: the thought never
+    closed, no answer, or the tokens do not spell the answer (every THINK_TAGS format, whatever --think-tags)."""
+    tags, joined = tuple(THINK_TAGS.values()), "".join(pieces)
+    split = split_reply(text, thought, tags)
+    if split.thought is None:  # the tokens may still spell one: a text decoded without its special tokens
+        split = split_reply(joined, None, tags)
+        if split.thought is None:
+            return 0
+    answer = (split.answer or "").strip()
+    if not answer:
+        return None
+    # The answer follows the last closing delimiter the tokens spell (none: they spell the answer alone).
+    cut = max((joined.rfind(close) + len(close) for _, close in THINK_TAGS.values() if close in joined), default=0)
+    lead = _LEAD.match(joined, cut)
+    offset = lead.end() if lead else cut
+    if not joined.startswith(answer, offset):  # the tokens there spell another text: nothing to read
+        return None
+    start = 0
+    for index, piece in enumerate(pieces):
+        if start + len(piece) > offset:  # the token that holds the answer's first character
+            return index if start >= cut else None  # one that also holds the delimiter: not the answer's own
+        start += len(piece)
+    return None

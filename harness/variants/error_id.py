@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -23,7 +24,9 @@ HASH_MODEL = "hash"  # an offline stand-in: hashed bag of words, for tests and d
 HASH_DIM = 64
 SCORES_KIND = "error-identification"  # scores.json's "kind": the report shows the folders inside a run that say so
 
-Embedder = Callable[[Sequence[str]], dict[str, list[float]]]
+Embedder = Callable[[Sequence[str]], Mapping[str, Sequence[float] | None]]  # None: no usable vector for that text
+_NUMBERS = re.compile(r"[\s\[\]0-9eE.+,-]*")  # what a JSON list of numbers is written with
+UNUSABLE = "unusable embedding"  # left_out's reason for a row one of whose three vectors cannot be used
 
 
 def pair_text(a1: str, a2: str) -> str:
@@ -52,7 +55,7 @@ def backend_embedder(
         model=model, backend=backend, results_dir=results_dir, progress=progress, api=ApiOptions(base_urls=base_urls)
     )
 
-    def embed(texts: Sequence[str]) -> dict[str, list[float]]:
+    def embed(texts: Sequence[str]) -> dict[str, list[float] | None]:
         embedder = make_embedding_backend(config)
         unique = sorted(set(texts))
         requests = [Request("embed-" + hashlib.sha256(t.encode()).hexdigest()[:20], t, max_tokens=0) for t in unique]
@@ -63,10 +66,54 @@ def backend_embedder(
             c = completions[r.id]
             if c.text is None:
                 raise HarnessError(f"embedding failed ({model}): {c.error}")
-            out[r.prompt] = json.loads(c.text)
+            out[r.prompt] = vector_from(c.text)  # a cached reply that cannot be read leaves its rows out, never fails
         return out
 
     return embed
+
+
+def vector_from(text: str | None) -> list[float] | None:
+    """An embedding reply's vector (the JSON list embeddings.py stores); None for a text that is not a flat JSON
+    list of numbers (NaN, Infinity, true, strings and nesting never get past the character check) or whose numbers
+    finite_vector refuses. One regular expression and one json/numpy pass: a 1 MB reply reads in a blink."""
+    if text is None or not _NUMBERS.fullmatch(text):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return _checked(value) if isinstance(value, list) else None
+
+
+def finite_vector(value: object) -> list[float] | None:
+    """A non-empty list of finite numbers whose squared length a float holds with room to spare (distances between
+    two stay finite); None for anything else: NaN or inf, a bool, a string, a nested list, []."""
+    if not isinstance(value, list | tuple) or not all(type(x) in (int, float) for x in value):
+        return None
+    return _checked(value)
+
+
+def _checked(numbers: Sequence[object]) -> list[float] | None:
+    import numpy as np
+
+    try:
+        vector = np.array(numbers, dtype=float)
+    except (ValueError, TypeError, OverflowError):  # nested, or an integer of 309+ digits
+        return None
+    if vector.ndim != 1 or not vector.size or not np.isfinite(vector).all():
+        return None
+    with np.errstate(over="ignore"):
+        square = float(vector @ vector)
+    return vector.tolist() if square < 1e300 else None  # type: ignore[no-any-return]
+
+
+def usable(vectors: Mapping[str, Sequence[float] | None]) -> dict[str, list[float]]:
+    """The vectors that can be compared: finite (finite_vector) and of the length most of them have (ties: the
+    longer), so one reply of another length, or empty, cannot break the cosines and the clustering."""
+    good = {t: v for t, v in ((t, finite_vector(v)) for t, v in vectors.items()) if v is not None}
+    lengths = Counter(len(v) for v in good.values())
+    dim = max(lengths, key=lambda n: (lengths[n], n), default=0)
+    return {t: v for t, v in good.items() if len(v) == dim}
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -105,15 +152,13 @@ def items_from(
         raise HarnessError(f"{answers_file} not found: errors reads a finished --variant qa or qa-embed run folder")
     rows, left_out = joined(examples, read_answers(answers_file), reannotated)
     texts = [t for _, a1, a2, _ in rows for t in (a1, a2, pair_text(a1, a2))]
-    vectors = embed(texts) if texts else {}
-    items = [
-        Item(
-            e.id,
-            cosine(vectors[a1], vectors[a2]),
-            tuple(float(x) for x in vectors[pair_text(a1, a2)]),
-            round(float(e.label)),  # type: ignore[arg-type]
-            label,
-        )
-        for e, a1, a2, label in rows
-    ]
+    vectors = usable(embed(texts) if texts else {})
+    left_out[UNUSABLE] = 0
+    items = []
+    for e, a1, a2, label in rows:
+        if not {a1, a2, pair_text(a1, a2)} <= vectors.keys():
+            left_out[UNUSABLE] += 1
+            continue
+        pair = tuple(float(x) for x in vectors[pair_text(a1, a2)])
+        items.append(Item(e.id, cosine(vectors[a1], vectors[a2]), pair, round(float(e.label)), label))  # type: ignore[arg-type]
     return items, left_out

@@ -328,7 +328,14 @@ def _foreign(path: Path, schema: str) -> bytes:
 
 
 @pytest.mark.parametrize(
-    "schema", ["CREATE TABLE users (name TEXT, email TEXT)", "CREATE TABLE responses (id TEXT, body TEXT)"]
+    "schema",
+    [
+        "CREATE TABLE users (name TEXT, email TEXT)",
+        "CREATE TABLE responses (id TEXT, body TEXT)",
+        # a table that borrows a name the batch records use: the file is still another program's (issue 30)
+        "CREATE TABLE batches (id TEXT, body TEXT)",
+        "CREATE TABLE batch_requests (id TEXT, body TEXT)",
+    ],
 )
 def test_another_programs_sqlite_file_is_refused_and_left_unchanged(
     schema: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -352,3 +359,32 @@ def test_another_programs_sqlite_file_is_refused_and_left_unchanged(
             assert len(err) == 1 and err[0].startswith(f"error: {path} is an SQLite database of another program")
     assert server.calls == [] and path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]  # no -wal, no -shm, no results folder
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "CREATE TABLE batches (id TEXT, body TEXT)",
+        "ALTER TABLE responses ADD COLUMN user_id TEXT",  # our columns and one more: not our table
+        "CREATE VIEW recent AS SELECT key FROM responses",
+        "CREATE TRIGGER audit AFTER INSERT ON responses BEGIN SELECT 1; END",
+        "CREATE INDEX by_model ON responses (model)",
+    ],
+)
+def test_a_cache_file_with_more_in_its_schema_is_refused_and_left_unchanged(extra: str, tmp_path: Path) -> None:
+    """The whole schema is checked, not only the table names: anything another program added makes it foreign."""
+    from harness.types import HarnessError
+
+    path = tmp_path / "cache.sqlite"
+    cache = ResponseCache(path)
+    cache.put("k", Completion("0", "3.0"), "openai", "m")
+    cache.close()
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode = DELETE")  # a file another program keeps: no WAL
+    db.execute(extra)
+    db.commit()
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(HarnessError, match=r"is an SQLite database of another program .* left unchanged"):
+        ResponseCache(path)
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["cache.sqlite"]

@@ -3,6 +3,7 @@ tests/fake_server.py), what a run records and how a report labels it, and the on
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,13 @@ from tests.fake_server import FakeServer
         ("4 out of 5", None),
         ("", None),
         (None, None),
+        # issue 30: what no float holds, or the json module cannot nest, is no score (and never an exception)
+        ("9" * 400, None),  # float() makes it inf
+        ('{"score": ' + "9" * 400 + "}", None),  # an int of 400 digits: float() raises OverflowError
+        ('{"score": ' + "9" * 5000 + "}", None),  # over Python's 4,300-digit limit: json raises ValueError
+        ("[" * 1200, None),  # RecursionError inside json
+        ('{"score": ' + "[" * 1200 + "4" + "]" * 1200 + "}", None),
+        ("{" * 300_000, None),
     ],
 )
 def test_constrained_replies_are_a_json_score_or_a_bare_number(text: str | None, want: float | None) -> None:
@@ -104,6 +112,38 @@ def test_constrain_grammar_sends_llama_cpps_gbnf_field(mode: str, tmp_path: Path
     assert body["grammar"] == 'root ::= "0" | "1" | "2" | "3" | "4" | "5"' == gbnf((0, 1, 2, 3, 4, 5))
     assert "response_format" not in body and config["constrain"] == "grammar"
     assert metrics["invalid_pct"] == 0.0 and all(s["output"] == s["output"][0] for s in samples)
+
+
+HOSTILE = ["9" * 400, '{"score": ' + "9" * 400 + "}", "[" * 1200, '{"score": ' + "[" * 1200, "{" * 300_000]
+
+
+def hostile_answer(endpoint: str, request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    """A server whose constrained replies are, for one prompt in two, one of HOSTILE (by the prompt's hash)."""
+    prompt = request["messages"][0]["content"] if "messages" in request else request["prompt"]
+    h = int(hashlib.sha256(prompt.encode()).hexdigest(), 16)
+    choice = reply["choices"][0]
+    answer = HOSTILE[h // 2 % len(HOSTILE)] if h % 2 else json.dumps({"score": h % 6})
+    if "message" in choice:
+        choice["message"]["content"] = answer
+    else:
+        choice["text"] = answer
+    return reply
+
+
+def test_hostile_replies_are_invalid_with_a_reason_and_the_rerun_buys_none(tmp_path: Path) -> None:
+    """Issue 30: a 400-digit integer or `[` nested 1,200 deep crashed the run, and every rerun (the reply cached)."""
+    with FakeServer(extras=hostile_answer) as server:
+        metrics, samples, _ = run(server.openai_url, tmp_path, "--model", "m", "--chat", "--limit", "40")
+        bought = len(server.answered)
+        again, rerun, _ = run(server.openai_url, tmp_path, "--model", "m", "--chat", "--limit", "40", run_id="b")
+    assert bought == 40 and len(server.answered) == bought  # the rerun re-requested 0 answers
+    hostile = [s for s in samples if not s["output"].startswith('{"score": ') or len(s["output"]) > 20]
+    assert 0 < len(hostile) < 40 and all(not s["valid"] and s["prediction"] is not None for s in hostile)
+    assert {s["reason"] for s in hostile} <= {"off-format", "no-number", "out-of-range"}  # out-of-range: a bare 400-digit number
+    assert all(s["valid"] and s["parsed"] == json.loads(s["output"])["score"] for s in samples if s not in hostile)
+    assert metrics["invalid_pct"] == pytest.approx(100 * len(hostile) / 40)
+    assert [(s["parsed"], s["reason"]) for s in rerun] == [(s["parsed"], s["reason"]) for s in samples]
+    assert again["invalid_pct"] == metrics["invalid_pct"]
 
 
 def test_a_server_that_ignores_the_constraint_shows_in_the_invalid_rate(tmp_path: Path) -> None:

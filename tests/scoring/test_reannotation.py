@@ -26,11 +26,28 @@ from harness.scoring.reannotation import combined_label, counts, read_condition,
         ("4", None, "invalid-json"),
         ("", None, "invalid-json"),
         (None, None, "invalid-json"),
+        # issue 30: nesting deeper than the json module recurses, and replies of brackets, never raise
+        ("[" * 1200, None, "invalid-json"),
+        ('{"a": ' * 1200, None, "invalid-json"),
+        ("[" * 1200 + '{"rating": 3}', 3, "embedded"),
+        ('{"a": ' + "[" * 1200 + "]" * 1200 + '} then {"rating": 2}', 2, "embedded"),  # past the deep one
+        ("{" * 300_000 + '{"rating": 5}', 5, "embedded"),
+        ('{"' + "{" * 300_000, None, "invalid-json"),
+        ('{"rating": ' + "9" * 400 + "}", None, "bad-field"),
+        ('Sure: {"justification": "' + "x" * 5000 + '", "rating": 4}', 4, "embedded"),  # longer than one window
     ],
 )
 def test_read_rating(reply: str | None, value: int | None, status: str) -> None:
     r = read_rating(reply)
     assert (r.value, r.status) == (value, status)
+
+
+@pytest.mark.parametrize("pad", range(225, 260))
+def test_an_object_is_found_wherever_its_first_parse_window_ends(pad: int) -> None:
+    """The first parse from a "{" sees a window of the text: one ending inside a literal (true), an escape or a
+    string is grown, never read as a broken object."""
+    reply = 'x {"j": "' + "a" * pad + '\\u00e9", "b": true, "c": null, "rating": 3}'
+    assert (read_rating(reply).value, read_rating(reply).status) == (3, "embedded")
 
 
 def test_a_failed_request_is_an_error_not_an_invalid_reply() -> None:

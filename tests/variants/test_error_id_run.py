@@ -3,9 +3,12 @@ answers.jsonl (offline hash embeddings, and the OpenAI embeddings path against t
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import math
 import random
+import struct
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,7 @@ from harness.datasets.load import load_dataset
 from harness.results.manifest import check_folder
 from harness.results.read import load_run
 from harness.scoring.errors import rank_labels
-from tests.fake_server import FakeServer
+from tests.fake_server import EMBEDDINGS, FakeServer
 from tests.variants.test_qa_run import args, fake_answer
 
 
@@ -61,7 +64,7 @@ def test_errors_from_a_qa_run(
     scores = json.loads((out / "scores.json").read_text())
     rows = [json.loads(line) for line in (out / "candidates.jsonl").read_text().splitlines()]
     n_rows = len(load_dataset("csts", "validation", data_dir=csts_dir).examples)
-    assert scores["left_out"] == {"no answer": 0, "no re-annotated label": 1}
+    assert scores["left_out"] == {"no answer": 0, "no re-annotated label": 1, "unusable embedding": 0}
     assert scores["instances"] == n_rows - 1 and len(rows) == (n_rows - 1) // 2  # the held-out half
     assert 1 <= scores["best_k"] <= 6 and scores["proportions"] == [0.2] * 5
     assert (scores["test"]["precision"], scores["test"]["recall"], scores["test"]["f1"]) == pytest.approx(
@@ -114,3 +117,60 @@ def test_an_out_folder_holding_other_files_is_refused(
     assert main(argv) == 2
     assert "holds other files" in capsys.readouterr().err
     assert [p.name for p in keep.iterdir()] == ["notes.txt"]
+
+
+def _nan_base64() -> str:
+    return base64.b64encode(struct.pack("<4f", math.nan, 1.0, math.inf, 0.5)).decode()  # float32, as the SDK asks
+
+
+BAD = {  # embedding replies a server may send: the SDK passes each on, and the cache keeps it
+    0: [],  # empty
+    1: [0.5, 0.25],  # another length than the rest's 32
+    2: _nan_base64(),  # NaN and inf inside base64 float32
+    3: [1e200] * 32,  # finite, but its squared length is not
+}
+
+
+def _bad_kind(text: str) -> int | None:
+    h = int(hashlib.sha256(text.encode()).hexdigest(), 16)
+    return h % 4 if h % 5 == 0 else None  # a fifth of the texts, each of the four kinds
+
+
+def _corrupt(endpoint: str, request: dict, reply: dict) -> dict:
+    if endpoint == EMBEDDINGS:
+        texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
+        for item, text in zip(reply["data"], texts, strict=True):
+            kind = _bad_kind(text)
+            item["embedding"] = item["embedding"] if kind is None else BAD[kind]
+    return reply
+
+
+def test_unusable_embeddings_leave_their_rows_out_and_a_rerun_buys_none_again(
+    csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Embeddings of another length, empty, NaN/inf or too large (issue 30): each row with one is left out and
+    counted, the rest is scored; the cached replies are read the same way on the rerun, which requests nothing."""
+    from harness.datasets.labels import load_reannotated
+    from harness.variants.answers import read_answers
+    from harness.variants.error_id import joined, pair_text
+
+    labels = _labels_file(csts_dir, tmp_path / "reannotated.tsv")
+    with FakeServer(answer=fake_answer, extras=_corrupt) as server:
+        assert main(args(csts_dir, tmp_path, "qa", server, "--variant", "qa")) == 0
+        run = tmp_path / "qa"
+        argv = ["errors", str(run), "--data-dir", str(csts_dir), "--labels-file", str(labels), "--k-max", "4",
+                "--embed-model", "text-embedding-3-small", "--base-url", server.openai_url]  # fmt: skip
+        assert main([*argv, "--out", str(tmp_path / "first")]) == 0
+        bought = sum(c.path == "/v1/embeddings" for c in server.calls)
+        assert main([*argv, "--out", str(tmp_path / "again")]) == 0
+        rebought = sum(c.path == "/v1/embeddings" for c in server.calls) - bought
+    examples = load_dataset("csts", "validation", data_dir=csts_dir).examples
+    rows, _ = joined(examples, read_answers(run / "answers.jsonl"), load_reannotated(labels))
+    unusable = sum(any(_bad_kind(t) is not None for t in (a1, a2, pair_text(a1, a2))) for _, a1, a2, _ in rows)
+    first = json.loads((tmp_path / "first" / "scores.json").read_text())
+    again = json.loads((tmp_path / "again" / "scores.json").read_text())
+    assert 0 < unusable < len(rows) and bought > 0 and rebought == 0
+    assert first["left_out"] == {"no answer": 0, "no re-annotated label": 1, "unusable embedding": unusable}
+    assert first["instances"] == len(rows) - unusable
+    assert {k: v for k, v in again.items() if k != "run"} == {k: v for k, v in first.items() if k != "run"}
+    assert "unusable embedding" in capsys.readouterr().out

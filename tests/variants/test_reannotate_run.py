@@ -274,3 +274,29 @@ def test_smollm2_replies_are_read_and_counted_as_they_are(
     record = json.loads((tmp_path / "labels.agreement.json").read_text())
     assert record["ratings"]["json"] == sum(r["status"] == "json" for r in replies)
     assert "rating replies: 2, invalid" in capsys.readouterr().out
+
+
+class Hostile(Fake):
+    """Rating replies no JSON reader should choke on (issue 30), by row: nested 1,200 deep, 300 KB of braces, an
+    object whose value nests 1,200 deep; every fourth row a plain rating of 3."""
+
+    def __call__(self, prompt: str) -> str:
+        return ["[" * 1200, "{" * 300_000, '{"rating": ' + "[" * 1200, '{"rating": 3, "justification": "ok"}'][
+            self.uid(prompt) % 4
+        ]
+
+
+def test_hostile_replies_are_counted_invalid_and_the_rerun_buys_none(
+    csts_dir: Path, tmp_path: Path, validation: tuple[Example, ...]
+) -> None:
+    with FakeServer(answer=Hostile(validation)) as server:
+        assert main(argv(csts_dir, tmp_path, server, "--repeats", "1")) == 0
+        bought, first = len(server.answered), (tmp_path / "out" / "labels.tsv").read_bytes()
+        assert main(argv(csts_dir, tmp_path, server, "--repeats", "1")) == 0  # every reply from the cache
+    assert bought == len(validation) and len(server.answered) == bought  # the rerun re-requested 0 answers
+    assert (tmp_path / "out" / "labels.tsv").read_bytes() == first
+    plain = sum(int(e.id) % 4 == 3 for e in validation)
+    record = json.loads((tmp_path / "out" / "labels.agreement.json").read_text())
+    assert (record["ratings"]["json"], record["ratings"]["invalid-json"]) == (plain, len(validation) - plain)
+    labels = dict(line.split("\t")[:2] for line in first.decode().splitlines()[1:])
+    assert labels == {e.id: "3" if int(e.id) % 4 == 3 else "-1" for e in validation}

@@ -213,10 +213,17 @@ def check_scoring(config: RunConfig) -> None:
         )
     if config.variant != "sentences":
         raise HarnessError("--scoring expected scores the sentence prompt: use --variant sentences")
-    if name == "openai" and _reasoning(config):
+    think = thinking(config)
+    if think.on and think.combined:  # OpenAI's reasoning models
         raise HarnessError(
             f"--scoring expected: reasoning models ({config.model!r}) return no log-probabilities "
             "(and their first output token is hidden reasoning)"
+        )
+    if think.on:  # an open model thinks first: by name with a chat template (thinking.py), or --reasoning yes
+        why = "--reasoning yes" if config.api.reasoning else "its name, with a chat template"
+        raise HarnessError(
+            f"--scoring expected reads the answer's first token, and {config.model!r} thinks before it answers "
+            f"({why}): add --reasoning no (the template's enable_thinking: false), or use --scoring parsed"
         )
 
 
@@ -241,12 +248,6 @@ def check_constrain(config: RunConfig) -> None:
             "--constrain with --scoring expected: a constrained reply starts with its format, not the score; "
             "run them as two runs (the report sets them side by side)"
         )
-
-
-def _reasoning(config: RunConfig) -> bool:
-    from harness.calling.backends import openai_names  # not .openai: validation imports no SDK
-
-    return openai_names.is_reasoning_model(config.model) if config.api.reasoning is None else config.api.reasoning
 
 
 def make_backend(config: RunConfig) -> Backend:

@@ -29,6 +29,7 @@ from harness.calling.backends.hf_steps import torch_dtype as _torch_dtype
 from harness.calling.backends.hf_steps import until_eos as _until_eos
 from harness.calling.backends.thinking import Thinking, thinking_for, thinking_record
 from harness.config.settings import LocalOptions, RunConfig
+from harness.scoring.reasoning import answer_start
 from harness.types import Completion, HarnessError, Request, Usage
 
 INSTALL_HINT = 'pip install -e ".[hf]"'
@@ -243,10 +244,11 @@ class HFBackend(LocalBackend):
         # Encoder-decoder output starts with the decoder start token; decoder-only output repeats the prompt.
         new = sequences[:, 1:] if lm.encoder_decoder else sequences[:, width:]
         completions = []
-        for it, tokens, p in zip(batch, new.tolist(), probs, strict=True):
+        for row, (it, tokens, p) in enumerate(zip(batch, new.tolist(), probs, strict=True)):
             budget = self.budget(it.request)
             kept = _until_eos(tokens[:budget], lm.eos_ids)
             text = lm.tokenizer.decode(kept, skip_special_tokens=True)
+            p = self._answer_probs(out.logits, row, kept, lm, p) if p is not None else None
             usage = Usage(len(it.ids), len(kept))
             finish = _finish_reason(kept, budget, lm.eos_ids)
             completions.append(Completion(it.request.id, text, usage=usage, score_probs=p, finish_reason=finish))
@@ -263,6 +265,20 @@ class HFBackend(LocalBackend):
         first, eos = sorted(i for i, v in lm.score_tokens.items() if v in scale), sorted(lm.eos_ids)
         start = 1 if lm.encoder_decoder else width  # decoder input: its start token / the (left-padded) prompt
         return lambda batch_id, input_ids: first if input_ids.shape[-1] == start else eos
+
+    def _answer_probs(
+        self, logits: Any, row: int, kept: list[int], lm: _Loaded, first: dict[str, float]
+    ) -> dict[str, float]:
+        """--scoring expected: the probabilities at the answer's first position, never a thought's (the first
+        position unless the reply thinks first; {} where its answer's first token cannot be told). The tokens are
+        decoded one by one with their special ones, so a thought's delimiters show even where they are special."""
+        pieces = [lm.tokenizer.decode([t], skip_special_tokens=False) for t in kept]
+        at = answer_start(pieces, "".join(pieces))
+        if at == 0:
+            return first  # no thought: the batch's first position, already computed
+        if at is None or at >= len(logits):
+            return {}
+        return self._first_position_probs(logits[at][row : row + 1], lm)[0]
 
     def _first_position_probs(self, logits: Any, lm: _Loaded) -> list[dict[str, float]]:
         """Per row: {integer: probability} at the first output position, over the whole vocabulary (float32)."""

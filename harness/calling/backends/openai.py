@@ -254,6 +254,8 @@ class OpenAIBackend(RemoteBackend):
             thought = reasoning_of(choice)
         if not isinstance(text, str | None) or not isinstance(refusal, str | None):
             raise MalformedReply("malformed reply: the text is not a string")
+        # --scoring expected: read at the answer's first token, never a thought's (openai_logprobs.py)
+        probs = score_probs_from(choice, text, thought) if self.expected else None
         if refusal is not None:  # the model declined: an answer (scored invalid), its words kept
             refusal, _ = clean_reply(refusal, self.secrets)
             text = ""
@@ -275,7 +277,7 @@ class OpenAIBackend(RemoteBackend):
             truncated=truncated,
             rate_limit=limits,
             reasoning=clean_reply(thought, self.secrets)[0] if thought is not None else None,
-            score_probs=score_probs_from(choice) if self.expected else None,
+            score_probs=probs,
         )
         return redact_completion(completion, self.secrets)  # the key out of `model` and `finish_reason` too
 

@@ -4,7 +4,8 @@ Chat Completions take `logprobs: true, top_logprobs: N` (OpenAI allows N <= 20) 
 `choice.logprobs.content[i] = {token, logprob, top_logprobs: [{token, logprob}]}`. The legacy Completions
 endpoint takes `logprobs: N` and answers `choice.logprobs.top_logprobs[i] = {token: logprob}` beside
 `tokens[i]` and `token_logprobs[i]`. Servers mix the two (llama.cpp's own server answers /v1/completions in
-the chat shape), so either shape is read from either endpoint. Only the first output position counts; its
+the chat shape), so either shape is read from either endpoint. Only the answer's first output position counts
+(the first position, unless the reply thinks first: never a thought's token); its
 alternatives beyond the top N are unknown, so a score token outside them counts as missing mass, as with
 vLLM (harness/scoring/expected.py `expected_mass`). A reply without log-probabilities gives None, which
 the metrics count apart from a model that put no mass on the scores.
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.scoring.expected import collect_score_probs
+from harness.scoring.reasoning import answer_start
 
 TOP_LOGPROBS = 20  # OpenAI's cap on top_logprobs, and vLLM's default max_logprobs
 
@@ -25,34 +27,52 @@ def logprob_fields(chat: bool) -> dict[str, Any]:
     return {"logprobs": True, "top_logprobs": TOP_LOGPROBS} if chat else {"logprobs": TOP_LOGPROBS}
 
 
-def score_probs_from(choice: dict[str, Any]) -> dict[str, float] | None:
-    """{"0": p, ..., "10": p} at the first output position of one reply choice; None when the reply holds
-    no log-probabilities for it (the server ignored the request, or the reply is empty)."""
-    first = _first_position(choice.get("logprobs"))
-    if first is None:
+def score_probs_from(
+    choice: dict[str, Any], text: str | None = None, thought: str | None = None
+) -> dict[str, float] | None:
+    """{"0": p, ..., "10": p} at the answer's first output position of one reply choice; None when the reply holds
+    no log-probabilities for it (the server ignored the request, or the reply is empty). `text` and `thought`: the
+    reply's answer text and any thought returned apart. A reply that thinks first (inline, or a thought whose tokens
+    the log-probabilities spell) is read at its answer's first token (harness/scoring/reasoning.py answer_start),
+    never at the thought's; {} (no score token seen) when that token cannot be told."""
+    logprobs = choice.get("logprobs")
+    at = answer_start(_pieces(logprobs), text, thought)
+    if at is None:
+        return {} if _position(logprobs, 0) is not None else None
+    position = _position(logprobs, at)
+    if position is None:
         return None
-    return collect_score_probs(first, logprobs=True)
+    return collect_score_probs(position, logprobs=True)
 
 
-def _first_position(logprobs: Any) -> list[tuple[str, float]] | None:
-    """(token, log-probability) of the first position's alternatives and its chosen token, each text once."""
+def _pieces(logprobs: Any) -> list[str]:
+    """Each output position's chosen token text, in order, in either shape ("" where a position holds none)."""
+    if not isinstance(logprobs, dict):
+        return []
+    content, tokens = logprobs.get("content"), logprobs.get("tokens")
+    chosen = [e.get("token") if isinstance(e, dict) else None for e in content] if isinstance(content, list) else tokens
+    return [t if isinstance(t, str) else "" for t in chosen] if isinstance(chosen, list) else []
+
+
+def _position(logprobs: Any, index: int) -> list[tuple[str, float]] | None:
+    """(token, log-probability) of one position's alternatives and its chosen token, each text once."""
     if not isinstance(logprobs, dict):
         return None
     content = logprobs.get("content")
     if isinstance(content, list):  # the chat shape
-        if not content or not isinstance(content[0], dict):
+        if len(content) <= index or not isinstance(content[index], dict):
             return None
-        chosen = content[0]
+        chosen = content[index]
         alternatives = list(_entries(chosen.get("top_logprobs")))
         return _with_chosen(alternatives, chosen.get("token"), chosen.get("logprob"))
     top = logprobs.get("top_logprobs")
     if isinstance(top, list):  # the legacy shape
-        if not top or not isinstance(top[0], dict):
+        if len(top) <= index or not isinstance(top[index], dict):
             return None
-        alternatives = [(t, lp) for t, lp in top[0].items() if _number(lp)]
+        alternatives = [(t, lp) for t, lp in top[index].items() if _number(lp)]
         tokens, chosen_lps = logprobs.get("tokens"), logprobs.get("token_logprobs")
-        token = tokens[0] if isinstance(tokens, list) and tokens else None
-        lp = chosen_lps[0] if isinstance(chosen_lps, list) and chosen_lps else None
+        token = tokens[index] if isinstance(tokens, list) and len(tokens) > index else None
+        lp = chosen_lps[index] if isinstance(chosen_lps, list) and len(chosen_lps) > index else None
         return _with_chosen(alternatives, token, lp)
     return None
 

@@ -17,6 +17,7 @@ from harness.calling.backends.base import LocalBackend
 from harness.calling.backends.thinking import Thinking, thinking_for, thinking_record
 from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.expected import collect_score_probs
+from harness.scoring.reasoning import answer_start
 from harness.types import Completion, HarnessError, Request, Usage
 
 INSTALL_HINT = 'pip install -e ".[vllm]"'
@@ -175,7 +176,12 @@ def completion_from(request_id: str, out: Any) -> Completion:
     positions = getattr(sample, "logprobs", None)
     probs = None
     if positions:
-        probs = collect_score_probs(((lp.decoded_token or "", lp.logprob) for lp in positions[0].values()), True)
+        # The answer's first position, never a thought's (harness/scoring/reasoning.py answer_start).
+        ids = list(sample.token_ids or ())
+        pieces = [_decoded(p.get(i)) for p, i in zip(positions, ids, strict=False)]
+        at = answer_start(pieces, sample.text, None)
+        alternatives = positions[at].values() if at is not None and at < len(positions) else ()
+        probs = collect_score_probs(((_decoded(lp), lp.logprob) for lp in alternatives), True)
     finish = getattr(sample, "finish_reason", None)  # "stop" or "length": a thought cut off is told apart
     return Completion(
         request_id,
@@ -184,3 +190,8 @@ def completion_from(request_id: str, out: Any) -> Completion:
         score_probs=probs,
         finish_reason=finish if isinstance(finish, str) else None,
     )
+
+
+def _decoded(logprob: Any) -> str:
+    """A position's token text as vLLM decoded it ("" where absent)."""
+    return getattr(logprob, "decoded_token", None) or ""
