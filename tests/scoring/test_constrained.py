@@ -139,7 +139,8 @@ def test_hostile_replies_are_invalid_with_a_reason_and_the_rerun_buys_none(tmp_p
     assert bought == 40 and len(server.answered) == bought  # the rerun re-requested 0 answers
     hostile = [s for s in samples if not s["output"].startswith('{"score": ') or len(s["output"]) > 20]
     assert 0 < len(hostile) < 40 and all(not s["valid"] and s["prediction"] is not None for s in hostile)
-    assert {s["reason"] for s in hostile} <= {"off-format", "no-number", "out-of-range"}  # out-of-range: a bare 400-digit number
+    # out-of-range: a bare 400-digit number (the paper's rule reads it; no float holds it)
+    assert {s["reason"] for s in hostile} <= {"off-format", "no-number", "out-of-range"}
     assert all(s["valid"] and s["parsed"] == json.loads(s["output"])["score"] for s in samples if s not in hostile)
     assert metrics["invalid_pct"] == pytest.approx(100 * len(hostile) / 40)
     assert [(s["parsed"], s["reason"]) for s in rerun] == [(s["parsed"], s["reason"]) for s in samples]
