@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness.config.paper import T5_MAX_INPUT
+from harness.config.paper import T5_MAX_INPUT, truncation
 from harness.results.read import Run, setting
+from harness.types import HarnessError
 
 DESHPANDE, TU = "Deshpande et al. 2023", "Tu et al. 2024"
 CHAT_MODELS = ("GPT-4", "ChatGPT-3.5", "GPT-3.5")  # the API models; the others are the T5 family
@@ -126,5 +127,16 @@ def run_settings(run: Run, served_model: object) -> dict[str, object]:
         "served_model": served_model if isinstance(served_model, str) else None,  # pandas: NaN for none
         "shot_seed": seed,
         "answers": settings.get("answers"),
-        "truncate_input": (run.config.get("backend_params") or {}).get("truncate_input"),
+        "truncate_input": _truncation(run),
     }
+
+
+def _truncation(run: Run) -> int | None:
+    """What the backend recorded it cut prompts to; a dry run (no backend built): what --truncate-input asks."""
+    params = run.config.get("backend_params")
+    if params:
+        return params.get("truncate_input")
+    try:
+        return truncation((run.config.get("settings") or {}).get("truncate_input"), str(run.config.get("model")))
+    except HarnessError:
+        return None
