@@ -15,8 +15,8 @@ from harness.types import HarnessError
 
 DESHPANDE, TU = "Deshpande et al. 2023", "Tu et al. 2024"
 CHAT_MODELS = ("GPT-4", "ChatGPT-3.5", "GPT-3.5")  # the API models; the others are the T5 family
-# The dated API versions each paper names: Deshpande et al. 2023 §5.2 (p. 6): gpt-3.5-turbo-0301, gpt-4-0314;
-# Tu et al. 2024 §3.1 (p. 3): gpt-3.5-turbo-1106, gpt-4-0125-preview. A floating id (gpt-4) is whatever
+# The dated API versions each paper names: Deshpande et al. 2023 §4.2: gpt-3.5-turbo-0301, gpt-4-0314;
+# Tu et al. 2024 §4.1: gpt-3.5-turbo-1106, gpt-4-0125-preview. A floating id (gpt-4) is whatever
 # the API serves today under it, not that snapshot.
 SNAPSHOTS: dict[tuple[str, str], str] = {
     (DESHPANDE, "GPT-4"): "gpt-4-0314",
@@ -25,7 +25,7 @@ SNAPSHOTS: dict[tuple[str, str], str] = {
     (TU, "GPT-3.5"): "gpt-3.5-turbo-1106",
     (TU, "GPT-4"): "gpt-4-0125-preview",
 }
-# Tu et al. 2024 §3.1 (p. 3): "we choose to use GPT-3.5" for the answers; Table 4's QA rows score those answers,
+# Tu et al. 2024 §4.1: "we choose to use GPT-3.5" for the answers; Table 4's QA rows score those answers,
 # whichever model scores them.
 TU_ANSWER_MODEL = SNAPSHOTS[TU, "GPT-3.5"]
 REFERENCE_SHOT_SEED = 42  # run_sts_fewshot.py --seed default: the one stream the published k>0 rows drew from

@@ -16,10 +16,10 @@ from harness.types import HarnessError
 PAPER_RESULTS = Path(__file__).parents[1] / "data" / "paper_results.csv"
 
 # Published model name -> the model ids a run may have used for it. Explicit, so a match is never a guess.
-# Deshpande et al. 2023 §5.2: gpt-3.5-turbo-0301 and gpt-4-0314 through the OpenAI API; the open models
+# Deshpande et al. 2023 §4.2: gpt-3.5-turbo-0301 and gpt-4-0314 through the OpenAI API; the open models
 # are the Hugging Face checkpoints of Flan-T5, Flan-UL2 and Tk-Instruct (the "-def" definition-only variants).
 ALIASES: dict[str, tuple[str, ...]] = {
-    # Tu et al. 2024 §3.1: gpt-3.5-turbo-1106 and gpt-4-0125-preview. Each id matches the model's rows in both
+    # Tu et al. 2024 §4.1: gpt-3.5-turbo-1106 and gpt-4-0125-preview. Each id matches the model's rows in both
     # papers; the snapshot a row used is judged apart (reporting/paper_settings.py SNAPSHOTS), so a floating id
     # or the other paper's snapshot is matched to the row and said not to be comparable with it.
     "GPT-4": ("gpt-4-0314", "gpt-4", "gpt-4-0125-preview"),

@@ -158,7 +158,7 @@ def test_tu_et_al_runs_pick_their_published_row(
     --subset reannotated-test: matched to Tu et al. Table 4 (short instruction, 30% test split)."""
     extra = {"variant": variant, "labels": "reannotated", "subset": "reannotated-test"}
     extra |= {"answer_model": "gpt-3.5-turbo-1106"} if variant == "qa" else {}  # Tu et al.: GPT-3.5's answers
-    model = "gpt-4-0125-preview"  # Tu et al. 2024 §3.1's GPT-4
+    model = "gpt-4-0125-preview"  # Tu et al. 2024 §4.1's GPT-4
     run_dir = make_run(tmp_path / "results", "gpt4-tu", model, instr=template, shots=0, n=786, config=extra)
     out = write_report([run_dir], tmp_path / "report")
     (row,) = pd.read_csv(out / "published.csv").itertuples()
