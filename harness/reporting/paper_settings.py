@@ -85,7 +85,7 @@ def _snapshot(run: Mapping[str, object], snapshot: str) -> list[str]:
         return [f"served_model={', '.join(other)} (paper: {snapshot})"] if other else []
     asked = str(run.get("model") or "")
     if asked and asked.lower() != snapshot:
-        return [f"model={asked} (paper: {snapshot}; no served model recorded to show it was that snapshot)"]
+        return [f"model={asked} (paper: {snapshot})"]  # no served model recorded: the id asked for is judged
     return []
 
 

@@ -74,7 +74,7 @@ def test_another_setting_is_reported_as_not_the_papers(tmp_path: Path) -> None:
     (line,) = [line for line in table.splitlines() if line.startswith("- ")]
     assert line == (
         "- gpt-4 long k=4 sentences: template long, shot_sampler reference (seed 42), truncate_input none; "
-        "not comparable (model=gpt-4 (paper: gpt-4-0314; no served model recorded to show it was that snapshot))"
+        "not comparable (model=gpt-4 (paper: gpt-4-0314))"
     )
 
 
