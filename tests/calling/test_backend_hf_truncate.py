@@ -14,9 +14,8 @@ pytest.importorskip("transformers", reason='the hf extra is not installed: pip i
 
 from harness.calling.backends.hf import HFBackend
 from harness.cli.main import main
-from harness.config.paper import paper_template, t5_family, truncation
 from harness.config.settings import LocalOptions
-from harness.types import HarnessError, Request
+from harness.types import Request
 from tests.tiny_models import save_tiny_t5
 
 LONG = "Input: Sentence 1: a red fox runs past the river" + " and the hill" * 40 + ". Output:"
@@ -44,17 +43,6 @@ def test_a_prompt_is_cut_as_the_reference_codes_tokenizer_cuts_it(t5_dir: Path) 
     (done,) = asyncio.run(answer())
     assert done.error is None and done.usage is not None and done.usage.input_tokens == 12
     assert backend.describe()["truncate_input"] == 12
-
-
-def test_paper_is_512_for_the_t5_family_only() -> None:
-    # run_sts_fewshot.py get_tokenizer_type: "t5", "t0", "tk-", "ul2" in the name -> the T5 tokenizer type
-    family = ["google/flan-t5-xl", "google/flan-ul2", "allenai/tk-instruct-3b-def", "bigscience/T0pp"]
-    assert [t5_family(m) for m in [*family, "gpt-4-0314", "meta-llama/Llama-3.1-8B"]] == [True] * 4 + [False] * 2
-    assert [truncation("paper", m) for m in ("google/flan-ul2", "gpt-4-0314")] == [512, None]
-    assert (truncation("300", "gpt-4"), truncation(None, "google/flan-t5-xl")) == (300, None)
-    assert [paper_template(m, "long") for m in ("google/flan-t5-small", "gpt-3.5-turbo-0301")] == ["t5-long", "long"]
-    with pytest.raises(HarnessError, match="neither 'paper' nor a positive integer"):
-        truncation("0", "google/flan-t5-xl")
 
 
 def test_a_cli_run_records_the_cut(t5_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
