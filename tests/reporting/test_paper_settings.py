@@ -124,3 +124,31 @@ def test_matched_lists_what_a_comparable_run_shares() -> None:
         "Tu et al. 2024",
         "qa",
     )
+
+
+@pytest.mark.parametrize(
+    ("config", "served", "want"),
+    [
+        ({"shot_sampler": "reference"}, None, {"shot_seed": 42, "truncate_input": None, "answers": None}),
+        ({"seed": 3}, float("nan"), {"shot_seed": 3, "served_model": None}),  # seeded: --seed; pandas' NaN: none
+        ({"shot_sampler": "reference", "settings": {"shot_seed": 7}}, "x", {"shot_seed": 7, "served_model": "x"}),
+        ({"backend_params": {"truncate_input": 512}}, None, {"truncate_input": 512}),
+        (
+            {"backend_params": None, "settings": {"truncate_input": "paper"}, "model": "google/flan-ul2"},
+            None,
+            {"truncate_input": 512},
+        ),
+        ({"backend_params": None, "settings": {"truncate_input": "bad"}}, None, {"truncate_input": None}),
+        ({"settings": {"answers": "a.jsonl"}}, None, {"answers": "a.jsonl", "model": "gpt-4"}),
+    ],
+)
+def test_run_settings_reads_what_differences_needs(tmp_path: object, config: dict, served: object, want: dict) -> None:
+    from pathlib import Path
+
+    from harness.reporting.paper_settings import run_settings
+    from harness.results.read import load_run
+    from tests.synthetic_runs import make_run
+
+    run = load_run(make_run(Path(str(tmp_path)), "r", "gpt-4", n=4, config=config))
+    got = run_settings(run, served)
+    assert {k: got[k] for k in want} == want
