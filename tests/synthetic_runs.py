@@ -34,13 +34,15 @@ def make_run(
     outputs: dict[int, str] | None = None,
     seed: int = 0,
     manifest: bool = True,
+    served: str | None = None,
 ) -> Path:
     """A run folder of n items: replies near the labels (+offset; item i % 3 == 0 says 3), every `invalid_every`-th
     reply without a number, parsed by the paper's rule (fallback drawn as the runner draws it), the last `errors`
     requests failed.
     `new_fields` writes reason, finish_reason, usage and served_model as newer runners do; without it the
     samples look like those of older runs. `outputs` replaces replies by item (made-up text). `manifest`: written
-    last, as runners do (results/manifest.py); without it the folder is one of a version before manifests."""
+    last, as runners do (results/manifest.py); without it the folder is one of a version before manifests.
+    `served`: the served_model of every answered sample (with `new_fields`; default: "<model>-served")."""
     label_range = (1.0, 5.0) if dataset == "csts" else (0.0, 5.0)
     records = []
     for i in range(n):
@@ -74,7 +76,7 @@ def make_run(
                 "reason": "error" if rec["error"] else "number" if rec["valid"] else "no-number",
                 "finish_reason": None if rec["error"] else "stop",
                 "usage": None if rec["error"] else {"input_tokens": 30 + i, "output_tokens": 3},
-                "served_model": f"{model}-served",
+                "served_model": served or f"{model}-served",
             }
         records.append(rec)
     cfg: dict[str, Any] = {

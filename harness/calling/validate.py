@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.calling.backends import BACKENDS, Description, described
 from harness.calling.pricing import price_for
+from harness.config.paper import truncation
 from harness.config.settings import RunConfig
 from harness.scoring.reasoning import parse_tags
 from harness.types import HarnessError
@@ -36,6 +37,8 @@ def check_model(config: RunConfig, model: str, name: str, generates: bool) -> No
         raise HarnessError(f"no model directory at {model} (pass a local directory or a hub id)")
     if d.remote and config.api.max_cost is not None and price_for(model, config.api.prices) is None:
         raise HarnessError(f"--max-cost needs a price for {model!r}: none in the package table; pass --prices FILE")
+    if model == config.model and truncation(config.truncate_input, model) is not None and name != "hf":
+        raise HarnessError(f"--truncate-input: only the hf backend truncates prompts ({model} runs on {name})")
     if generates and d.kind != "baseline":  # baselines read the prompt as text: no template, no stop sequences
         check_decoding(config, name, d)
 

@@ -94,11 +94,29 @@ def load(name: str, parser: Parser, command_line: Sequence[str]) -> ConfigFile:
         raise HarnessError(f"--config {path}: [recipe] takes title, source and note")
     if not isinstance(runs, list) or not runs or not all(isinstance(r, dict) for r in runs):
         raise HarnessError(f"--config {path}: runs must be a non-empty list of tables ([[runs]])")
+    if recipe.get("source"):  # a paper's table: its settings are the paper's, not to be typed over
+        _refuse_overrides(name, path, [data, *runs], options, typed)
     words = tuple(
         tuple(_words({**data, **run}, options, typed, f"{path}" + (f" runs[{i}]" if len(runs) > 1 else "")))
         for i, run in enumerate(runs)
     )
     return ConfigFile(str(name), words, recipe.get("title"), recipe.get("source"))
+
+
+def _refuse_overrides(
+    name: str, path: Path, tables: Sequence[dict[str, Any]], options: dict[str, Option], typed: set[str]
+) -> None:
+    """A recipe run with a typed option over one of the recipe's own (another dataset, another template) would
+    print other numbers under the paper's table: one line saying so, before anything runs."""
+    for table in tables:
+        for raw_key, value in table.items():
+            option = options.get(raw_key.replace("_", "-"))
+            if option is not None and option.action.dest in typed:
+                flag = option.action.option_strings[0]
+                raise HarnessError(
+                    f"--config {name}: {flag} contradicts the recipe's {raw_key} = {value!r}, the setting of the "
+                    f"paper's table; leave {flag} out, or copy {path} to a file of your own"
+                )
 
 
 def _given(command_line: Sequence[str], options: Sequence[Option]) -> set[str]:

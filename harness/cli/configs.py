@@ -132,6 +132,7 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         max_tokens=a.max_tokens,
         shot_sampler=a.shot_sampler,
         shot_seed=a.shot_seed,
+        truncate_input=a.truncate_input,
         scoring=a.scoring,
         constrain=a.constrain,
         parse=a.parse,

@@ -89,6 +89,10 @@ def cmd_errors(argv: Sequence[str]) -> int:
         "best_k": result.best_k,
         "test": result.test.record(),
         "no_cluster": result.no_cluster.record(),
+        "all_flagged": result.all_flagged.record() if result.all_flagged else None,
+        "spearman": result.spearman,  # ×100, rank labels vs re-annotated labels (Table 2's "Spear.")
+        "spearman_no_cluster": result.spearman_no_cluster,
+        "best_test_k": result.best_test_k,
         "fit_f1_by_k": result.fit_f1_by_k,
         "test_f1_by_k": result.test_f1_by_k,
     }
@@ -96,13 +100,37 @@ def cmd_errors(argv: Sequence[str]) -> int:
         (staging / "candidates.jsonl").write_text("".join(json.dumps(r) + "\n" for r in result.rows), encoding="utf-8")
         (staging / "scores.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
         write_manifest(staging)
-    t, n = result.test, result.no_cluster
-    print(f"error identification ({result.distribution} distribution, {a.embed_model}): {len(items)} instances")
+    print_scores(result, a.embed_model, len(items), n_candidates)
     if any(left_out.values()):  # rows without answers or labels, or with an embedding that cannot be used
         print("  left out: " + ", ".join(f"{n} ({why})" for why, n in left_out.items() if n))
-    print(f"  best K (fitting half): {result.best_k}")
-    print(f"  held-out half, K={result.best_k}: P {t.precision:.3f}  R {t.recall:.3f}  F1 {t.f1:.3f}")
-    print(f"  held-out half, no cluster: P {n.precision:.3f}  R {n.recall:.3f}  F1 {n.f1:.3f}")
-    print(f"  candidates: {n_candidates} of {len(result.rows)}")
     print(f"results: {out}")
     return 0
+
+
+def print_scores(result: Any, embed_model: str, instances: int, n_candidates: int) -> None:
+    """The scores ×100 as the report shows them, each beside its yardstick: Tu et al.'s Table 2 row, the F1 of
+    flagging every held-out instance, and the best K on the held-out half itself."""
+    from harness.reporting.error_id import PAPER_F1, PAPER_SPEARMAN
+
+    def prf(s: Any) -> str:
+        return f"P {100 * s.precision:.1f}  R {100 * s.recall:.1f}  F1 {100 * s.f1:.1f}"
+
+    def rho(v: float | None) -> str:
+        return "–" if v is None else f"{v:.1f}"
+
+    d, t, n, every = result.distribution, result.test, result.no_cluster, result.all_flagged
+    paper_nc, paper_f1, paper_k = PAPER_F1[d]
+    paper_rho_nc, paper_rho = PAPER_SPEARMAN[d]
+    print(f"error identification ({d} distribution, {embed_model}): {instances} instances, scores ×100")
+    print(f"  best K (fitting half): {result.best_k}")
+    print(f"  held-out half, K={result.best_k}: {prf(t)}  Spearman {rho(result.spearman)}")
+    print(f"      Tu et al. Table 2 ({d}, K={paper_k}): F1 {paper_f1}  Spearman {paper_rho}")
+    print(f"  held-out half, no cluster: {prf(n)}  Spearman {rho(result.spearman_no_cluster)}")
+    print(f"      Tu et al. Table 2 ({d}, no cluster): F1 {paper_nc}  Spearman {paper_rho_nc}")
+    print(f"  held-out half, every instance flagged: {prf(every)}  (the F1 any candidate set is read against)")
+    best = result.best_test_k
+    print(
+        f"  best K on the held-out half itself: {best}, F1 {100 * result.test_f1_by_k[best]:.1f} (optimistic: "
+        f"chosen on the data it scores; the K above was chosen on the other half)"
+    )
+    print(f"  candidates: {n_candidates} of {len(result.rows)}")

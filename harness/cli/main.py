@@ -17,7 +17,7 @@ from harness.cli.errors import cmd_errors
 from harness.cli.options import Parser, add_data_args, run_parser
 from harness.cli.reannotate import cmd_reannotate
 from harness.cli.report_cmd import cmd_report  # report_cmd loads the report's modules when it runs
-from harness.cli.summary import print_dry_run, print_summary
+from harness.cli.summary import print_dry_run, print_summary, qa_embed_yardstick
 from harness.config.settings import RunConfig
 from harness.inputs import check_output, disk_full
 from harness.types import HarnessError
@@ -62,6 +62,8 @@ def execute(args: argparse.Namespace) -> tuple[int, list[Path], Path | None]:
         print_dry_run(m)
     else:
         print_summary(m, config.model)
+        if (line := qa_embed_yardstick(config, m)) is not None:
+            print(line)
     print(f"results: {result.run_dir}")
     # Failed requests leave the run incomplete: a non-zero exit tells scripts to rerun (only those are resent).
     return (EXIT_INCOMPLETE if m.get("errors") else 0), [result.run_dir], None

@@ -187,6 +187,12 @@ def add_decoding_args(g: argparse._ArgumentGroup) -> None:
         "--shot-seed", type=int, help="seed of the shot choice alone (default: --seed; 42 for --shot-sampler reference)"
     )
     g.add_argument(
+        "--truncate-input",
+        metavar="N|paper",
+        help="hf backend: keep each prompt's first N tokens (paper: 512 for the T5 family, as the reference code's "
+        "tokenizer cut them; none for other models); default: the whole prompt",
+    )
+    g.add_argument(
         "--scoring",
         default=RunConfig.scoring,
         choices=SCORINGS,

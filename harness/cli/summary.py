@@ -58,6 +58,33 @@ def print_summary(m: dict[str, Any], model: str | None = None) -> None:
     _report_api(m)
 
 
+# Tu et al. 2024 §4.1: Spearman ×100 of the cosine of GPT-3.5's answers (text-embedding-ada-002) with the
+# re-annotated labels, over the C-STS validation rows with a valid re-annotation.
+TU_QA_EMBED = {"spearman": 55.44, "answer_model": "gpt-3.5-turbo-1106", "model": "text-embedding-ada-002", "n": 2620}
+
+
+def qa_embed_yardstick(config: Any, m: dict[str, Any]) -> str | None:
+    """The line printed under a qa-embed run on the re-annotated validation labels: Tu et al.'s 55.44 beside
+    ours, and the settings that differ from theirs (None for any other run)."""
+    if config.variant != "qa-embed" or config.labels != "reannotated" or config.split != "validation":
+        return None
+    answers = config.answer_model or config.model
+    why = [f"{k}={v} (paper: {TU_QA_EMBED[k]})" for k, v in (("answer_model", answers), ("model", config.model))
+           if str(v).lower() != TU_QA_EMBED[k]]  # fmt: skip
+    if config.answers is not None:
+        why.append(f"answers from {config.answers} (who wrote them is not checked)")
+    if config.api.base_urls:
+        why.append(f"called {', '.join(config.api.base_urls)}, not the provider's API")
+    if m.get("n") != TU_QA_EMBED["n"]:
+        why.append(f"n={m.get('n')} (paper: {TU_QA_EMBED['n']:,})")
+    verdict = "not comparable: " + "; ".join(why) if why else "comparable"
+    ours = m.get("spearman")
+    return (
+        f"Tu et al. 2024 §4.1: Spearman {TU_QA_EMBED['spearman']} (GPT-3.5's answers, text-embedding-ada-002, "
+        f"{TU_QA_EMBED['n']:,} rows); yours: {_fmt(ours)} ({verdict})"
+    )
+
+
 def _report_api(m: dict) -> None:
     """Cache, cost and failed requests of an API run (nothing for offline runs)."""
     cache, usage, dispatch = m.get("cache"), m.get("usage", {}), m.get("dispatch", {})

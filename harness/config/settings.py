@@ -104,6 +104,9 @@ class RunConfig:
     constrain: str | None = None
     parse: str = "first-number"  # "strict" adds a second metric set (spearman_strict, ...); never replaces it
     shot_seed: int | None = None  # None: --seed for "seeded", 42 for "reference" (run_sts_fewshot.py's default)
+    # --truncate-input: prompt tokens the hf backend keeps; "paper": 512 for the T5 family as the reference code's
+    # tokenizer (truncation=True) cut them, none otherwise (harness/config/paper.py); None: the whole prompt.
+    truncate_input: str | None = None
     # Inline thought delimiters split off before parsing (harness/scoring/reasoning.py parse_tags): "auto" (every
     # known format), "none", or a comma list of format names and "OPEN CLOSE" pairs.
     think_tags: str = "auto"

@@ -12,6 +12,7 @@ from typing import Any
 import jinja2
 import jinja2.meta
 
+from harness.config.paper import PAPER, paper_template
 from harness.inputs import check_regular
 from harness.types import Example, HarnessError
 
@@ -29,8 +30,14 @@ TEMPLATE_INSTR = {
 }
 
 
-def template_name(dataset: str, instr: str, template: str | None = None) -> str:
-    """The template a run uses: an explicit --template wins, else the instruction level."""
+def template_name(dataset: str, instr: str, template: str | None = None, model: str = "") -> str:
+    """The template a run uses: an explicit --template wins, else the instruction level. `--template paper`: the
+    layout the paper used for the model's family (harness/config/paper.py: T5 layout for Flan-T5, Flan-UL2 and
+    Tk-Instruct, the GPT layout otherwise), at the instruction level."""
+    if template == PAPER:
+        if instr not in INSTRUCTIONS:
+            raise HarnessError(f"unknown instruction level {instr!r}; choose from {', '.join(INSTRUCTIONS)}")
+        template = paper_template(model, instr)
     if template is None:
         if instr not in INSTRUCTIONS:
             raise HarnessError(f"unknown instruction level {instr!r}; choose from {', '.join(INSTRUCTIONS)}")

@@ -10,7 +10,7 @@ import pandas as pd
 
 from harness.reporting.markdown import live_runs
 from harness.reporting.sections import Built
-from harness.reporting.tables import LAYOUT_METRICS, fmt
+from harness.reporting.tables import LAYOUT_METRICS, fmt, words
 
 
 class Markup(str):
@@ -42,7 +42,8 @@ def published_html(table: pd.DataFrame) -> str:
         cells.append(r.errors)
         for k, _ in LAYOUT_METRICS:
             cells += [fmt(getattr(r, k)), fmt(getattr(r, f"paper_{k}")), fmt(getattr(r, f"diff_{k}"))]
-        cells.append(Markup(f'<span class="nc">{esc(note)}</span>') if note else "comparable")
+        match = getattr(r, "paper_match", None)
+        cells.append(Markup(f'<span class="nc">{esc(note)}</span>') if note else words(match, "comparable"))
         cells.append(r.paper_source)
         rows.append(cells)
     header = ["ref", "model (published as)", "data", "instr", "k", "n", "errors"]

@@ -178,7 +178,7 @@ def _published_section(table: pd.DataFrame, out: Path, files: list[Path]) -> lis
         ]
     cols = ["ref", "dataset", "split", "variant", "labels", "model", "paper_model", "instr", "shots", "n", "errors"]
     nums = [c for k, _ in LAYOUT_METRICS for c in (k, f"paper_{k}", f"diff_{k}")]
-    extra = ["paper_note", "paper_source", "run"]
+    extra = ["paper_note", "paper_match", "paper_source", "run"]
     matched[[*cols, *nums, *extra]].to_csv(out / "published.csv", index=False, float_format="%.4f")
     files.append(out / "published.csv")
     rows = []
@@ -188,7 +188,7 @@ def _published_section(table: pd.DataFrame, out: Path, files: list[Path]) -> lis
             cells += [fmt(getattr(r, k)), fmt(getattr(r, f"paper_{k}")), fmt(getattr(r, f"diff_{k}"))]
         data = f"{r.dataset} {r.split}"
         rows.append([r.ref, f"{r.row} ({r.paper_model})", data, r.instr, str(r.shots), str(r.n), str(r.errors)])
-        rows[-1] += [*cells, words(r.paper_note, "comparable"), r.paper_source]
+        rows[-1] += [*cells, words(r.paper_note, words(getattr(r, "paper_match", None), "comparable")), r.paper_source]
     header = ["ref", "model (published as)", "data", "instr", "k", "n", "errors"]
     header += [f"{label} {who}" for _, label in LAYOUT_METRICS for who in ("ours", "paper", "Δ")]
     header += ["comparable?", "source"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.datasets.labels import SUBSET_SPLITS
+from harness.reporting.paper_settings import CHAT_MODELS, differences
 from harness.types import HarnessError
 
 # Vendored as package data (beside the bundled STS-B), so `report` finds it from any working directory and
@@ -15,12 +16,15 @@ from harness.types import HarnessError
 PAPER_RESULTS = Path(__file__).parents[1] / "data" / "paper_results.csv"
 
 # Published model name -> the model ids a run may have used for it. Explicit, so a match is never a guess.
-# Deshpande et al. 2023 §5.2: gpt-3.5-turbo-0301 and gpt-4-0314 through the OpenAI API; the open models
+# Deshpande et al. 2023 §4.2: gpt-3.5-turbo-0301 and gpt-4-0314 through the OpenAI API; the open models
 # are the Hugging Face checkpoints of Flan-T5, Flan-UL2 and Tk-Instruct (the "-def" definition-only variants).
 ALIASES: dict[str, tuple[str, ...]] = {
-    "GPT-4": ("gpt-4-0314", "gpt-4"),
-    "ChatGPT-3.5": ("gpt-3.5-turbo-0301", "gpt-3.5-turbo"),
-    "GPT-3.5": ("gpt-3.5-turbo-0301", "gpt-3.5-turbo"),  # Table 4's name for the same model
+    # Tu et al. 2024 §4.1: gpt-3.5-turbo-1106 and gpt-4-0125-preview. Each id matches the model's rows in both
+    # papers; the snapshot a row used is judged apart (reporting/paper_settings.py SNAPSHOTS), so a floating id
+    # or the other paper's snapshot is matched to the row and said not to be comparable with it.
+    "GPT-4": ("gpt-4-0314", "gpt-4", "gpt-4-0125-preview"),
+    "ChatGPT-3.5": ("gpt-3.5-turbo-0301", "gpt-3.5-turbo", "gpt-3.5-turbo-1106"),
+    "GPT-3.5": ("gpt-3.5-turbo-0301", "gpt-3.5-turbo", "gpt-3.5-turbo-1106"),  # Table 4's name for the same model
     "Flan-T5-SMALL": ("google/flan-t5-small",),
     "Flan-T5-BASE": ("google/flan-t5-base",),
     "Flan-T5-LARGE": ("google/flan-t5-large",),
@@ -56,7 +60,6 @@ PAPER_PROTOCOL: dict[str, object] = {
     "stop": None,
 }
 PAPER_PROTOCOL["reasoning"] = False  # no thinking budget: a reasoning run is another protocol
-CHAT_MODELS = ("GPT-4", "ChatGPT-3.5", "GPT-3.5")
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,9 @@ def not_comparable(
     more: Sequence[str] = (),
 ) -> str | None:
     """Why a run must not be set against a published number (None when it may): only a run over the whole
-    published split, with no failed request, under the paper's protocol is compared. `more`: reasons the caller
+    published split, with no failed request, under the paper's protocol and with every setting that moves the
+    number as published (layout, shot stream, snapshot, answer model, truncation: paper_settings.py) is
+    compared. `more`: reasons the caller
     found (a run sent to another endpoint than the provider's API, results/provenance.py, may have asked another
     model under that name; a run folder altered since it was written)."""
     if dry_run:
@@ -161,6 +166,10 @@ def not_comparable(
     protocol = PAPER_PROTOCOL | {"chat": published.model in CHAT_MODELS}
     for key, paper in protocol.items():
         ours = identity.get(key, paper)
+        if key == "max_tokens":  # judged with the layout, shots and snapshot (the released code's 5 too)
+            continue
         if ours is not None and ours != paper and not (key == "stop" and not ours):
             why.append(f"{key}={ours} (paper: {paper})")
+    p = published
+    why += differences(p.source, p.model, p.instr, p.shots, p.variant, identity)
     return f"not comparable ({'; '.join(why)})" if why else None

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.reporting.published import SPLIT_SIZES, Published
-from harness.results.read import load_run
+from harness.reporting.paper_settings import run_settings
+from harness.reporting.published import SPLIT_SIZES, Published, match, not_comparable
+from harness.results.provenance import endpoints
+from harness.results.read import Run, load_run
 
 INSTR_ORDER = {"none": 0, "short": 1, "long": 2}
 Column = tuple[str, int, str]  # (instruction, k, variant)
@@ -22,8 +24,7 @@ def _column_name(col: Column, variants: int) -> str:
     return f"{instr} k={k}" + (f" {variant}" if variants > 1 else "")
 
 
-def _ours(run_dir: Path) -> tuple[str, Column, str]:
-    run = load_run(run_dir)
+def _ours(run: Run) -> tuple[str, Column, str]:
     m = run.stored_metrics
     col = (run.instr, int(run.config["shots"]), run.variant)
     full = SPLIT_SIZES.get((run.config["dataset"], run.split, run.labels))
@@ -50,8 +51,14 @@ def recipe_table(source: str, run_dirs: Sequence[Path], published: Sequence[Publ
         spearman = "–" if p.spearman is None else f"{p.spearman:.2f}"
         invalid = "" if p.invalid_pct is None else f" (inv {p.invalid_pct:.1f}%)"
         table.setdefault(f"{p.model} (paper)", {})[(p.instr, p.shots, p.variant)] = spearman + invalid
+    verdicts = []
+    datasets = {(p.dataset, p.split, p.labels) for p in rows}
     for run_dir in run_dirs:
-        model, col, cell = _ours(run_dir)
+        run = load_run(run_dir)
+        model, col, cell = _ours(run)
+        if (run.config["dataset"], run.split, run.labels) not in datasets:  # never under the paper's own rows
+            cell += f" (not this table's data: {run.config['dataset']} {run.split}, {run.labels} labels)"
+        verdicts.append(f"- {model} {_column_name(col, 2)}: {verdict(run, published)}")
         if col not in cols:
             cols.append(col)
         table.setdefault(f"**{model}** (yours)", {})[col] = cell
@@ -65,5 +72,34 @@ def recipe_table(source: str, run_dirs: Sequence[Path], published: Sequence[Publ
         "Paper rows as published; yours recomputed from the run folders. A cell with n= covers part of the "
         "paper's split, so it is not comparable with the paper's number (the report's *Published numbers* "
         "section says why for each run).",
+        "",
+        "Your runs' settings beside the paper's (layout, shot stream, snapshot, answer model, truncation):",
+        *verdicts,
     ]
     return "\n".join(lines) + "\n"
+
+
+def verdict(run: Run, published: Sequence[Published]) -> str:
+    """The settings of one run that decide its number, and whether they are the published row's: a dry run's
+    settings are judged alone (no answers yet), a real run's with its size and failures."""
+    ident = run_settings(run, ", ".join(sorted({str(e["served_model"]) for e in run.extras if e.get("served_model")})))
+    shown = f"template {ident['template']}, shot_sampler {ident['shot_sampler']}"
+    shown += f" (seed {ident['shot_seed']})" if int(run.config["shots"]) > 0 else ""
+    shown += f", answer_model {ident['answer_model']}" if ident.get("answer_model") else ""
+    shown += f", truncate_input {ident['truncate_input'] or 'none'}"
+    c = run.config
+    p = match(
+        list(published), str(c["model"]), c["dataset"], run.split, run.instr, int(c["shots"]), run.variant, run.labels
+    )
+    if p is None:
+        return f"{shown}; no published row for {c['model']} in this setting"
+    urls = endpoints(c)
+    more = [f"called {', '.join(urls)}, not the provider's API"] if urls else []
+    if run.dry_run:  # no answers: are the settings the paper's?
+        full = SPLIT_SIZES.get((p.dataset, p.split, p.labels), 0)
+        why = not_comparable(p, full, 0, ident, False, more)
+        return f"{shown}; dry run: " + (
+            why.replace("not comparable", "settings not the paper's") if why else "settings as published"
+        )
+    n, errors = int(run.stored_metrics.get("n") or 0), int(run.stored_metrics.get("errors") or 0)
+    return f"{shown}; " + (not_comparable(p, n, errors, ident, False, more) or "comparable with the paper's number")

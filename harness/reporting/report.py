@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from harness.reporting.integrity import flag, load_readable, note
+from harness.reporting.paper_settings import matched, run_settings
 from harness.reporting.published import Published, load_published, match, not_comparable
 from harness.reporting.rowkeys import label_rows, text
 from harness.reporting.shareable import without_csts_text
@@ -185,6 +186,10 @@ def attach_published(
         for p, r, ident, more in zip(found, table.itertuples(), identities, why, strict=True)
     ]
     table["paper_note"] = notes
+    table["paper_match"] = [  # a comparable run says what it shares with the paper
+        matched(p.source, p.model, p.instr, p.shots, p.variant) if p and note is None else None
+        for p, note in zip(found, notes, strict=True)
+    ]
     for key, _ in LAYOUT_METRICS:
         paper = [getattr(p, key) if p else None for p in found]
         table[f"paper_{key}"] = paper
@@ -217,7 +222,7 @@ def build_table(
     table["row"] = [label + flag(run) for label, run in zip(labels, runs, strict=True)]
     table.attrs["notes"] = [*same, *notes]
     table = common_items(runs, table)
-    identities = [r.identity() for r in runs]
+    identities = [run_settings(r, served) for r, served in zip(runs, table["served_model"], strict=True)]
     why = [_not_as_published(r) for r in runs]
     return attach_published(table, load_published() if published is None else published, identities, why)
 

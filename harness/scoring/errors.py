@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.scoring.metrics import spearman
 from harness.types import HarnessError
 
 DISTRIBUTIONS = ("even", "original", "reannotated")
@@ -66,6 +67,17 @@ class Result:
     no_cluster: Scores  # the held-out half at K = 1 (Table 2's "No Cluster")
     test_f1_by_k: dict[int, float]  # the held-out half at every K (Figure 10), for reading only: K is chosen on fit
     rows: list[dict[str, Any]] = field(default_factory=list)  # the held-out half's instances at best_k
+    # Yardsticks beside the F1 (Table 2 cannot be read without them): every held-out instance flagged (its F1 is
+    # set by the share of errors alone), and Table 2's Spearman of the rank labels with the re-annotated labels,
+    # ×100, at best_k and without clustering (None: undefined, e.g. one label throughout).
+    all_flagged: Scores | None = None
+    spearman: float | None = None
+    spearman_no_cluster: float | None = None
+
+    @property
+    def best_test_k(self) -> int:
+        """The K of best F1 on the held-out half itself (the smallest among equals): an optimistic reading only."""
+        return max(self.test_f1_by_k, key=lambda k: (self.test_f1_by_k[k], -k))
 
 
 def proportions(distribution: str, fit: Sequence[Item]) -> tuple[float, ...]:
@@ -182,5 +194,8 @@ def identify(items: Sequence[Item], distribution: str, k_max: int = 20, seed: in
         }
         for i, c, label in zip(test, clusters, labels, strict=True)
     ]
-    no_cluster = evaluate(test, cents_by_k[1], props)[0]
-    return Result(distribution, props, best_k, fit_f1, test_scores, no_cluster, test_f1, rows)
+    no_cluster, _, flat = evaluate(test, cents_by_k[1], props)
+    every = scores([True] * len(test), [i.is_error for i in test])
+    truth = [i.reannotated for i in test]
+    rho, rho_flat = spearman(labels, truth), spearman(flat, truth)
+    return Result(distribution, props, best_k, fit_f1, test_scores, no_cluster, test_f1, rows, every, rho, rho_flat)

@@ -153,11 +153,19 @@ def counts(readings: Sequence[Reading]) -> dict[str, Any]:
 
 
 def combined_label(ratings: Sequence[int | None], original: float | None = None) -> int | None:
-    """The label written for one item: the mean of its valid repeat ratings (and the original label, when given:
-    Zhang et al.'s V(y_human + y_LLM), §2.2), rounded to the nearest integer, halves up; None without a rating."""
-    values = [float(r) for r in ratings if r is not None]
-    if not values:
+    """The label written for one item from one model's repeat ratings (and the original label, when given):
+    merged_label with this model alone."""
+    return merged_label([ratings], original)
+
+
+def merged_label(per_model: Sequence[Sequence[int | None]], original: float | None = None) -> int | None:
+    """Zhang et al. 2025's V() (§2.2, Table 11): the arithmetic mean of the human label and each model's rating,
+    each counted once, rounded to the nearest integer, halves up. A model's rating is the mean of its valid repeats
+    (`--repeats N` asks it N times: one vote, not N, so the human label keeps its weight); a model with no valid
+    rating has no vote; None when no model has one."""
+    votes = [sum(v) / len(v) for v in ([float(r) for r in m if r is not None] for m in per_model) if v]
+    if not votes:
         return None
     if original is not None:
-        values.append(float(original))
-    return math.floor(sum(values) / len(values) + 0.5)
+        votes.append(float(original))
+    return math.floor(sum(votes) / len(votes) + 0.5)

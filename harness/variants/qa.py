@@ -14,6 +14,7 @@ from harness.calling.dispatch import call
 from harness.calling.estimate import Step, dry_run_estimate
 from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import Price, usage
+from harness.config.paper import PAPER
 from harness.config.settings import RunConfig
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer, template_name
@@ -87,7 +88,7 @@ def _placeholder_requests(
 
 
 def template(config: RunConfig) -> str:
-    if config.template is not None:
+    if config.template not in (None, PAPER):  # --template paper: the paper's (Tu et al.'s Figure 9 / 7) is ours
         return template_name(config.dataset, config.instr, config.template)
     return SCORE_TEMPLATE
 

@@ -14,6 +14,7 @@ from harness.calling.dispatch import call
 from harness.calling.estimate import dry_run_estimate
 from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import Price, usage
+from harness.config.paper import PAPER
 from harness.config.settings import RunConfig
 from harness.datasets.load import pair_ids
 from harness.prompting.prepared import Prepared
@@ -102,7 +103,7 @@ def dry_run_samples(prep: Prepared) -> list[Scored]:
 
 
 def template(config: RunConfig) -> str:
-    if config.template is not None:
+    if config.template not in (None, PAPER):  # --template paper: the paper's (Tu et al.'s Figure 9 / 7) is ours
         return template_name(config.dataset, config.instr, config.template)
     return ANSWER_TEMPLATE  # qa-embed scores no prompt: config.json names the answers'
 

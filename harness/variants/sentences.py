@@ -24,7 +24,7 @@ from harness.variants.base import Outcome
 
 
 def template(config: RunConfig) -> str:
-    return template_name(config.dataset, config.instr, config.template)
+    return template_name(config.dataset, config.instr, config.template, config.model)
 
 
 def requests(

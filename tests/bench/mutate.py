@@ -58,6 +58,8 @@ MODULES: dict[str, list[str]] = {
     "harness/results/read.py": ["tests/results/test_read.py"],
     "harness/reporting/tables.py": ["tests/reporting/test_tables.py"],
     "harness/reporting/published.py": ["tests/reporting/test_published.py"],
+    "harness/reporting/paper_settings.py": ["tests/reporting/test_paper_settings.py"],
+    "harness/config/paper.py": ["tests/config/test_paper.py"],
 }
 
 _COMPARE = {

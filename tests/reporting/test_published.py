@@ -9,6 +9,7 @@ import pytest
 from harness.reporting.published import SPLIT_SIZES, load_published, match, not_comparable
 from harness.types import HarnessError
 
+GPT_TOKENS = "20; the released code's GPT call: 5"
 PAPER = {"scoring": "parsed", "parse": "first-number", "max_tokens": 20, "stop": None, "chat": True}
 
 
@@ -33,7 +34,8 @@ def test_model_ids_match_published_names_through_the_alias_table() -> None:
         (2833, 1, PAPER, "not comparable (n=2,833 of 2,834; 1 failed request)"),
         (2834, 0, PAPER | {"scoring": "expected"}, "not comparable (scoring=expected (paper: parsed))"),
         (2834, 0, PAPER | {"chat": False}, "not comparable (chat=False (paper: True))"),
-        (2834, 0, PAPER | {"max_tokens": 5}, "not comparable (max_tokens=5 (paper: 20))"),
+        (2834, 0, PAPER | {"max_tokens": 5}, None),  # the released code's GPT call (openai_utils.py: max_tokens=5)
+        (2834, 0, PAPER | {"max_tokens": 10}, f"not comparable (max_tokens=10 (paper: {GPT_TOKENS}))"),
         (2834, 0, PAPER | {"stop": []}, None),  # no stop sequence, however written
     ],
 )
@@ -55,8 +57,9 @@ def test_every_published_setting_has_a_known_split_size() -> None:
 def test_open_models_were_sent_raw_text() -> None:
     row = match(load_published(), "google/flan-t5-xl", "csts", "validation", "long", 4)
     assert row is not None
-    assert not_comparable(row, 2834, 0, PAPER | {"chat": False}) is None
-    assert not_comparable(row, 2834, 0, PAPER | {"chat": True}) == "not comparable (chat=True (paper: False))"
+    t5 = PAPER | {"truncate_input": 512}  # the reference code's T5 tokenizer cut inputs at 512 tokens
+    assert not_comparable(row, 2834, 0, t5 | {"chat": False}) is None
+    assert not_comparable(row, 2834, 0, t5 | {"chat": True}) == "not comparable (chat=True (paper: False))"
 
 
 def test_a_malformed_published_file_is_one_error(tmp_path: Path) -> None:

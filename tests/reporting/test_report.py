@@ -98,10 +98,13 @@ def test_layout_has_instruction_by_model_rows_and_k_by_metric_columns(tmp_path: 
     assert "k=0 Published Spearman" in md
 
 
+AS_PUBLISHED = {"shot_sampler": "reference"}  # the reference stream (seed 42 by default), as the paper's k=4 rows
+
+
 def test_published_numbers_sit_beside_a_full_split_run(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    matching = make_run(results, "gpt4-long-k4", n=2834)
-    other_k = make_run(results, "gpt4-long-k3", shots=3, n=2834)
+    matching = make_run(results, "gpt4-long-k4", "gpt-4-0314", n=2834, config=AS_PUBLISHED)
+    other_k = make_run(results, "gpt4-long-k3", "gpt-4-0314", shots=3, n=2834, config=AS_PUBLISHED)
     out = write_report([matching, other_k], tmp_path / "report")
     published = pd.read_csv(out / "published.csv")
     (row,) = published.itertuples()  # k=3 has no published counterpart
@@ -116,7 +119,8 @@ def test_published_numbers_sit_beside_a_full_split_run(tmp_path: Path) -> None:
     runs = pd.read_csv(out / "runs.csv").set_index("run")
     assert row.diff_spearman == pytest.approx(runs.loc["gpt4-long-k4", "spearman"] - 42.38)
     report = (out / "report.md").read_text()
-    assert "Deshpande et al. 2023, Table 11" in report and "| comparable |" in report
+    assert "Deshpande et al. 2023, Table 11" in report
+    assert "| comparable: every setting as published (template long, reference shots, seed 42, gpt-4-0314) |" in report
     table = pd.read_csv(out / "table_csts-validation.csv")
     assert list(table["k4_published_spearman"].dropna()) == [42.38]
 
@@ -131,7 +135,7 @@ def test_published_numbers_sit_beside_a_full_split_run(tmp_path: Path) -> None:
 def test_a_partial_or_errored_run_is_not_set_against_the_published_number(
     n: int, errors: int, note: str, tmp_path: Path
 ) -> None:
-    run_dir = make_run(tmp_path / "results", "gpt4", n=n, errors=errors)
+    run_dir = make_run(tmp_path / "results", "gpt4", "gpt-4-0314", n=n, errors=errors, config=AS_PUBLISHED)
     out = write_report([run_dir], tmp_path / "report")
     (row,) = pd.read_csv(out / "published.csv").itertuples()
     assert row.paper_spearman == 42.38 and row.paper_note == note
@@ -153,7 +157,9 @@ def test_tu_et_al_runs_pick_their_published_row(
     """Config as the runner writes it for --variant qa / --template tu-base, --labels reannotated,
     --subset reannotated-test: matched to Tu et al. Table 4 (short instruction, 30% test split)."""
     extra = {"variant": variant, "labels": "reannotated", "subset": "reannotated-test"}
-    run_dir = make_run(tmp_path / "results", "gpt4-tu", instr=template, shots=0, n=786, config=extra)
+    extra |= {"answer_model": "gpt-3.5-turbo-1106"} if variant == "qa" else {}  # Tu et al.: GPT-3.5's answers
+    model = "gpt-4-0125-preview"  # Tu et al. 2024 §4.1's GPT-4
+    run_dir = make_run(tmp_path / "results", "gpt4-tu", model, instr=template, shots=0, n=786, config=extra)
     out = write_report([run_dir], tmp_path / "report")
     (row,) = pd.read_csv(out / "published.csv").itertuples()
     assert row.paper_source == "Tu et al. 2024, Table 4"

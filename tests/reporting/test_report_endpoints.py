@@ -17,7 +17,8 @@ from tests.synthetic_runs import make_run
 
 def published_row(tmp_path: Path, base_urls: list[str]) -> tuple[object, str]:
     params = {"api": "chat.completions", "base_urls": base_urls}
-    run_dir = make_run(tmp_path / "results", "gpt4", n=2834, config={"backend_params": params})
+    config = {"backend_params": params, "shot_sampler": "reference"}  # as the paper but for the endpoint
+    run_dir = make_run(tmp_path / "results", "gpt4", "gpt-4-0314", n=2834, config=config)
     out = write_report([run_dir], tmp_path / "report")
     (row,) = pd.read_csv(out / "published.csv").itertuples()
     return row, (out / "report.md").read_text()
@@ -26,14 +27,14 @@ def published_row(tmp_path: Path, base_urls: list[str]) -> tuple[object, str]:
 def test_a_full_run_against_the_providers_api_is_comparable(tmp_path: Path) -> None:
     row, report = published_row(tmp_path, ["https://api.openai.com/v1/"])  # what the openai SDK resolves by default
     assert pd.isna(row.paper_note) and not pd.isna(row.diff_spearman)
-    assert "| comparable |" in report
+    assert "| comparable: every setting as published (" in report
 
 
 def test_a_full_run_through_another_endpoint_is_not_comparable_and_names_it(tmp_path: Path) -> None:
     row, report = published_row(tmp_path, ["http://127.0.0.1:8000/v1/"])
     assert row.paper_note == "not comparable (called http://127.0.0.1:8000/v1/, not the provider's API)"
     assert pd.isna(row.diff_spearman)  # no Δ against Table 11
-    assert "| comparable |" not in report and "called http://127.0.0.1:8000/v1/" in report
+    assert "| comparable:" not in report and "called http://127.0.0.1:8000/v1/" in report
 
 
 def test_a_real_run_records_the_base_url_the_comparability_check_reads(tmp_path: Path, capsys: object) -> None:

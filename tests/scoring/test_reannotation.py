@@ -94,7 +94,27 @@ def test_counts_and_the_invalid_share_leave_failed_requests_apart() -> None:
         ([5], 1.0, 3),  # V(y_human + y_LLM)
         ([4, 4], 1.0, 3),
         ([None], 5.0, None),  # no rating: no label, even with the original
+        ([5, 5, 5], 1.0, 3),  # three repeats are one model's vote: V(1 + 5) = 3, not (1 + 5 + 5 + 5) / 4 = 4
+        ([4, 5, None], 2.0, 3),  # V(2 + 4.5) = 3.25
     ],
 )
 def test_combined_label(ratings: list[int | None], original: float | None, label: int | None) -> None:
     assert combined_label(ratings, original) == label
+
+
+@pytest.mark.parametrize(
+    ("per_model", "original", "label"),
+    [
+        ([[5], [3]], 1.0, 3),  # V(y_human + y_GPT-4o + y_Claude), Zhang et al. Table 11's last row
+        ([[5, 5, 5, 5], [1]], None, 3),  # each model once, whatever its repeats
+        ([[5], [4]], None, 5),  # 4.5: halves up
+        ([[None], [2]], 5.0, 4),  # a model without a valid rating has no vote: V(5 + 2) = 3.5
+        ([[None], [None]], 5.0, None),
+    ],
+)
+def test_merged_label_counts_the_human_and_each_model_once(
+    per_model: list[list[int | None]], original: float | None, label: int | None
+) -> None:
+    from harness.scoring.reannotation import merged_label
+
+    assert merged_label(per_model, original) == label

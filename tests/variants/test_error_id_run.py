@@ -77,7 +77,17 @@ def test_errors_from_a_qa_run(
         assert [r["rank_label"] for r in members] == expected
     printed = capsys.readouterr().out
     assert f"best K (fitting half): {scores['best_k']}" in printed and f"results: {out}" in printed
-    assert f"F1 {scores['test']['f1']:.3f}" in printed
+    t, every = scores["test"], scores["all_flagged"]  # ×100 as the report shows them, beside the yardsticks
+    assert (
+        f"K={scores['best_k']}: P {100 * t['precision']:.1f}  R {100 * t['recall']:.1f}  F1 {100 * t['f1']:.1f}"
+        in printed
+    )
+    errors = sum(r["error"] for r in rows)
+    assert every["precision"] == pytest.approx(errors / len(rows)) and every["recall"] == 1.0
+    assert f"every instance flagged: P {100 * every['precision']:.1f}  R 100.0  F1 {100 * every['f1']:.1f}" in printed
+    assert "Tu et al. Table 2 (even, K=3): F1 74.5  Spearman 60.8" in printed
+    best = scores["best_test_k"]
+    assert f"best K on the held-out half itself: {best}, F1 {100 * scores['test_f1_by_k'][str(best)]:.1f}" in printed
     assert (scores["fit_instances"], scores["test_instances"]) == (n_rows - 1 - len(rows), len(rows))
     assert scores["candidates"] == sum(r["candidate"] for r in rows)
     assert scores["answers_sha256"] == hashlib.sha256((run / "answers.jsonl").read_bytes()).hexdigest()

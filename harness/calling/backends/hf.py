@@ -28,6 +28,7 @@ from harness.calling.backends.hf_steps import score_tokens as _score_tokens
 from harness.calling.backends.hf_steps import torch_dtype as _torch_dtype
 from harness.calling.backends.hf_steps import until_eos as _until_eos
 from harness.calling.backends.thinking import Thinking, thinking_for, thinking_record
+from harness.config.paper import truncation
 from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.reasoning import answer_start
 from harness.types import Completion, HarnessError, Request, Usage
@@ -56,7 +57,16 @@ def from_config(config: RunConfig) -> HFBackend:
     api, chat = config.api, chat_mode(config)
     thinking = thinking_for("hf", config.model, api.reasoning, api.reasoning_tokens, chat)
     expected, constrain = config.scoring == "expected", constrain_scale(config)
-    return HFBackend(config.model, config.local, expected=expected, chat=chat, thinking=thinking, constrain=constrain)
+    truncate = truncation(config.truncate_input, config.model)
+    return HFBackend(
+        config.model,
+        config.local,
+        expected=expected,
+        chat=chat,
+        thinking=thinking,
+        constrain=constrain,
+        truncate=truncate,
+    )
 
 
 class HFBackend(LocalBackend):
@@ -72,8 +82,10 @@ class HFBackend(LocalBackend):
         chat: bool = False,
         thinking: Thinking | None = None,
         constrain: tuple[int, ...] | None = None,
+        truncate: int | None = None,
     ) -> None:
         self.model = model
+        self.truncate = truncate  # --truncate-input: prompt tokens kept (the reference code's T5 tokenizer: 512)
         self.options = options
         self.expected = expected
         self.chat = chat  # --chat: apply the model's chat template (off: raw text, as the paper sent)
@@ -102,6 +114,8 @@ class HFBackend(LocalBackend):
             record["packaged_weights"] = self._packaged
         if self.expected:
             record["score_probs"] = "softmax of the first output position's logits, summed per integer token 0-10"
+        if self.truncate is not None:  # run_sts_fewshot.py: tokenizer(..., truncation=True), the end cut off
+            record["truncate_input"] = self.truncate
         if self.constrain is not None:
             mechanism = "prefix_allowed_tokens_fn: first token one of the scale's integer tokens, then EOS"
             record["constrain"] = {"mechanism": mechanism, "scale": list(self.constrain)}
@@ -154,6 +168,8 @@ class HFBackend(LocalBackend):
     def tokenize(self, requests: Sequence[Request]) -> list[_Item]:
         """Token ids of each prompt: raw text as the paper sent it, or wrapped in the chat template."""
         tok = self.load().tokenizer
+        # The reference code's truncation=True: each prompt cut to its first N tokens (a T5 tokenizer keeps </s>).
+        cut: dict[str, Any] = {"truncation": True, "max_length": self.truncate} if self.truncate is not None else {}
         if self.chat:
             conversations = [[{"role": "user", "content": r.prompt}] for r in requests]
             switch = self.thinking.switch  # Qwen3's enable_thinking; a template without the switch ignores it
@@ -161,9 +177,9 @@ class HFBackend(LocalBackend):
             texts = [
                 tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True, **extra) for c in conversations
             ]
-            ids = tok(texts, add_special_tokens=False)["input_ids"]  # the template already holds them
+            ids = tok(texts, add_special_tokens=False, **cut)["input_ids"]  # the template already holds them
         else:
-            ids = tok([r.prompt for r in requests])["input_ids"]
+            ids = tok([r.prompt for r in requests], **cut)["input_ids"]
         return [_Item(r, list(i)) for r, i in zip(requests, ids, strict=True)]
 
     async def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:

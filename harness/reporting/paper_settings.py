@@ -1,0 +1,142 @@
+"""The settings behind each published number that move it, beyond the protocol (reporting/published.py): the prompt
+layout, the shot stream, the model snapshot (as requested and as served), who wrote the QA answers and the
+input truncation. `differences` names each one a run does not share with the paper, with the paper's value.
+
+docs/comparability.md is the table of these settings with their pages in the papers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from harness.config.paper import T5_MAX_INPUT, truncation
+from harness.results.read import Run, setting
+from harness.types import HarnessError
+
+DESHPANDE, TU = "Deshpande et al. 2023", "Tu et al. 2024"
+CHAT_MODELS = ("GPT-4", "ChatGPT-3.5", "GPT-3.5")  # the API models; the others are the T5 family
+# The dated API versions each paper names: Deshpande et al. 2023 §4.2: gpt-3.5-turbo-0301, gpt-4-0314;
+# Tu et al. 2024 §4.1: gpt-3.5-turbo-1106, gpt-4-0125-preview. A floating id (gpt-4) is whatever
+# the API serves today under it, not that snapshot.
+SNAPSHOTS: dict[tuple[str, str], str] = {
+    (DESHPANDE, "GPT-4"): "gpt-4-0314",
+    (DESHPANDE, "ChatGPT-3.5"): "gpt-3.5-turbo-0301",
+    (DESHPANDE, "GPT-3.5"): "gpt-3.5-turbo-0301",  # Table 4's name for ChatGPT-3.5
+    (TU, "GPT-3.5"): "gpt-3.5-turbo-1106",
+    (TU, "GPT-4"): "gpt-4-0125-preview",
+}
+# Tu et al. 2024 §4.1: "we choose to use GPT-3.5" for the answers; Table 4's QA rows score those answers,
+# whichever model scores them.
+TU_ANSWER_MODEL = SNAPSHOTS[TU, "GPT-3.5"]
+REFERENCE_SHOT_SEED = 42  # run_sts_fewshot.py --seed default: the one stream the published k>0 rows drew from
+# Output tokens: App. A.3's text says 20 (the T5 generation_kwargs too); the released openai_utils.py asks the GPT
+# models for max_tokens=5. A GPT run with either is the paper's.
+MAX_TOKENS_GPT = (20, 5)
+MAX_TOKENS_OPEN = (20,)
+
+
+def paper_of(source: str) -> str:
+    """ "Deshpande et al. 2023, Table 11" -> "Deshpande et al. 2023"."""
+    return source.split(",")[0].strip()
+
+
+def paper_template(source: str, model: str, instr: str, variant: str) -> str:
+    """The template stem the published row's prompts had: Deshpande et al.'s GPT layout (`short`) or T5 layout
+    (`t5-short`, the reference code's for Flan-T5, Flan-UL2, Tk-Instruct); Tu et al.'s Figure 8 base prompt
+    (`tu-base`) or Figure 9 QA prompt (`qa`)."""
+    if paper_of(source) == TU:
+        return "qa" if variant.startswith("qa") else "tu-base"
+    return instr if model in CHAT_MODELS else f"t5-{instr}"
+
+
+def differences(source: str, model: str, instr: str, shots: int, variant: str, run: Mapping[str, object]) -> list[str]:
+    """Each setting of `run` (its identity, plus `model`, `served_model`, `shot_seed`, `answers`,
+    `truncate_input` where known) that differs from the published row's, as "setting=ours (paper: theirs)"."""
+    why = []
+    template = paper_template(source, model, instr, variant)
+    if run.get("template") is not None and run["template"] != template:
+        why.append(f"template={run['template']} (paper: {template})")
+    if shots > 0:  # a zero-shot prompt has no shots to draw
+        sampler, seed = run.get("shot_sampler", "reference"), run.get("shot_seed", REFERENCE_SHOT_SEED)
+        if sampler != "reference":
+            why.append(f"shot_sampler={sampler} (paper: reference, seed {REFERENCE_SHOT_SEED})")
+        elif seed != REFERENCE_SHOT_SEED:
+            why.append(f"shot_seed={seed} (paper: {REFERENCE_SHOT_SEED})")
+    snapshot = SNAPSHOTS.get((paper_of(source), model))
+    if snapshot is not None:
+        why += _snapshot(run, snapshot)
+    budgets = MAX_TOKENS_GPT if model in CHAT_MODELS else MAX_TOKENS_OPEN
+    if run.get("max_tokens", 20) not in budgets:
+        paper = "20; the released code's GPT call: 5" if model in CHAT_MODELS else "20"
+        why.append(f"max_tokens={run['max_tokens']} (paper: {paper})")
+    if paper_of(source) == TU and variant.startswith("qa"):
+        why += _answers(run)
+    if model not in CHAT_MODELS and run.get("truncate_input") != T5_MAX_INPUT:
+        ours = run.get("truncate_input") or "none"
+        why.append(f"truncate_input={ours} (paper: {T5_MAX_INPUT}, the reference code's T5 tokenizer)")
+    return why
+
+
+def _snapshot(run: Mapping[str, object], snapshot: str) -> list[str]:
+    """The model that answered: the served model where the run recorded one, else the id it asked for."""
+    served = [s.strip() for s in str(run.get("served_model") or "").split(",") if s.strip()]
+    if served:
+        other = [s for s in served if s.lower() != snapshot]
+        return [f"served_model={', '.join(other)} (paper: {snapshot})"] if other else []
+    asked = str(run.get("model") or "")
+    if asked and asked.lower() != snapshot:
+        return [f"model={asked} (paper: {snapshot})"]  # no served model recorded: the id asked for is judged
+    return []
+
+
+def _answers(run: Mapping[str, object]) -> list[str]:
+    """Tu et al.'s Table 4 QA rows score GPT-3.5's (gpt-3.5-turbo-1106) answers for every model."""
+    if run.get("answers"):
+        return [f"answers={run['answers']} (paper: {TU_ANSWER_MODEL}'s answers; a reused file's writer is not checked)"]
+    ours = run.get("answer_model")
+    if ours is not None and str(ours).lower() != TU_ANSWER_MODEL:
+        return [f"answer_model={ours} (paper: {TU_ANSWER_MODEL})"]
+    return []
+
+
+def matched(source: str, model: str, instr: str, shots: int, variant: str) -> str:
+    """What a comparable run shares with the paper, said in the report's "comparable?" cell."""
+    parts = [f"template {paper_template(source, model, instr, variant)}"]
+    if shots > 0:
+        parts.append(f"reference shots, seed {REFERENCE_SHOT_SEED}")
+    snapshot = SNAPSHOTS.get((paper_of(source), model))
+    if snapshot is not None:
+        parts.append(snapshot)
+    if paper_of(source) == TU and variant.startswith("qa"):
+        parts.append(f"{TU_ANSWER_MODEL}'s answers")
+    if model not in CHAT_MODELS:
+        parts.append(f"input cut at {T5_MAX_INPUT} tokens")
+    return "comparable: every setting as published (" + ", ".join(parts) + ")"
+
+
+def run_settings(run: Run, served_model: object) -> dict[str, object]:
+    """The run's identity with what `differences` reads beyond it: the model asked for and the one served, the
+    shot seed in effect, a reused answers file, the prompt tokens the backend kept."""
+    settings = run.config.get("settings") or {}
+    sampler = setting(run.config, "shot_sampler")
+    seed = settings.get("shot_seed")
+    if seed is None:  # --shot-seed's default: 42 for the reference stream, --seed for the seeded draw
+        seed = REFERENCE_SHOT_SEED if sampler == "reference" else setting(run.config, "seed")
+    return run.identity() | {
+        "model": run.config.get("model"),
+        "served_model": served_model if isinstance(served_model, str) else None,  # pandas: NaN for none
+        "shot_seed": seed,
+        "answers": settings.get("answers"),
+        "truncate_input": _truncation(run),
+    }
+
+
+def _truncation(run: Run) -> int | None:
+    """What the backend recorded it cut prompts to; a dry run (no backend built): what --truncate-input asks."""
+    params = run.config.get("backend_params")
+    if params:
+        return params.get("truncate_input")
+    try:
+        return truncation((run.config.get("settings") or {}).get("truncate_input"), str(run.config.get("model")))
+    except HarnessError:
+        return None

@@ -1,0 +1,149 @@
+"""The comparability contract: a run is set beside a published number only when every setting that moves the number
+is the paper's (layout, shot stream, model snapshot as asked and as served, the QA answers' writer, T5 truncation,
+the output budget of the text or of the released code); each "not comparable" names the setting and the paper's
+value, and a run that matches says so (reporting/paper_settings.py, docs/comparability.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from harness.reporting.report import write_report
+from tests.synthetic_runs import make_run
+
+REFERENCE = {"shot_sampler": "reference"}  # the published k>0 rows' stream (run_sts_fewshot.py, seed 42)
+T5 = {"backend": "hf", "backend_params": {"chat_template": False, "truncate_input": 512}} | REFERENCE
+TU_SPLIT = {"labels": "reannotated", "subset": "reannotated-test"}
+
+
+def verdict(tmp_path: Path, model: str, n: int = 2834, **kw: Any) -> tuple[str, str]:
+    """(source of the matched published row, its comparable? cell) for one synthetic run folder."""
+    run_dir = make_run(tmp_path / "results", "run", model, n=n, **kw)
+    out = write_report([run_dir], tmp_path / "report")
+    (row,) = pd.read_csv(out / "published.csv").itertuples()
+    note = row.paper_note if isinstance(row.paper_note, str) else row.paper_match
+    return str(row.paper_source), str(note)
+
+
+@pytest.mark.parametrize(
+    ("model", "kw", "why"),
+    [
+        # a Flan-T5 run in the GPT layout (the t5-* templates are the paper's for the T5 family)
+        ("google/flan-t5-xl", {"config": T5}, "template=long (paper: t5-long)"),
+        # the T5 family's inputs were cut at 512 tokens by the reference code's tokenizer
+        (
+            "google/flan-t5-xl",
+            {"instr": "t5-long", "config": T5 | {"backend_params": {"chat_template": False}}},
+            "truncate_input=none (paper: 512, the reference code's T5 tokenizer)",
+        ),
+        # the default shot sampler is not the reference stream the k>0 rows drew from
+        ("gpt-4-0314", {}, "shot_sampler=seeded (paper: reference, seed 42)"),
+        ("gpt-4-0314", {"config": REFERENCE | {"settings": {"shot_seed": 7}}}, "shot_seed=7 (paper: 42)"),
+        # a floating id is not the snapshot; Tu et al.'s dated GPT-4 is not Deshpande et al.'s
+        (
+            "gpt-4",
+            {"config": REFERENCE},
+            "model=gpt-4 (paper: gpt-4-0314)",
+        ),
+        (
+            "gpt-4-0125-preview",
+            {"config": REFERENCE},
+            "model=gpt-4-0125-preview (paper: gpt-4-0314)",
+        ),
+        # the served model recorded in the samples is what answered
+        (
+            "gpt-4-0314",
+            {"config": REFERENCE, "new_fields": True, "served": "gpt-4-0613"},
+            "served_model=gpt-4-0613 (paper: gpt-4-0314)",
+        ),
+        # more than the paper's 20 tokens and the released code's 5
+        (
+            "gpt-4-0314",
+            {"config": REFERENCE | {"backend_params": {"sent": {"max_tokens": 50}}}},
+            "max_tokens=50 (paper: 20; the released code's GPT call: 5)",
+        ),
+    ],
+)
+def test_deshpande_rows_name_the_setting_that_differs(tmp_path: Path, model: str, kw: dict, why: str) -> None:
+    source, note = verdict(tmp_path, model, **kw)
+    assert (source, note) == ("Deshpande et al. 2023, Table 11", f"not comparable ({why})")
+
+
+@pytest.mark.parametrize(
+    ("model", "kw", "shared"),
+    [
+        ("gpt-4-0314", {"config": REFERENCE}, "template long, reference shots, seed 42, gpt-4-0314"),
+        # the released code's GPT budget (openai_utils.py: max_tokens=5) is the paper's run too
+        (
+            "gpt-4-0314",
+            {"config": REFERENCE | {"backend_params": {"sent": {"max_tokens": 5}}}},
+            "template long, reference shots, seed 42, gpt-4-0314",
+        ),
+        # a floating id whose samples say the paper's snapshot answered
+        (
+            "gpt-4",
+            {"config": REFERENCE, "new_fields": True, "served": "gpt-4-0314"},
+            "template long, reference shots, seed 42, gpt-4-0314",
+        ),
+        (
+            "google/flan-t5-xl",
+            {"instr": "t5-long", "config": T5},
+            "template t5-long, reference shots, seed 42, input cut at 512 tokens",
+        ),
+    ],
+)
+def test_a_run_with_every_setting_as_published_says_so(tmp_path: Path, model: str, kw: dict, shared: str) -> None:
+    source, note = verdict(tmp_path, model, **kw)
+    assert (source, note) == ("Deshpande et al. 2023, Table 11", f"comparable: every setting as published ({shared})")
+
+
+@pytest.mark.parametrize(
+    ("model", "kw", "note"),
+    [
+        # Deshpande et al.'s `short` template is not Tu et al.'s base prompt (Figure 8)
+        (
+            "gpt-4-0125-preview",
+            {"instr": "short", "config": TU_SPLIT},
+            "not comparable (template=short (paper: tu-base))",
+        ),
+        # Tu et al.'s dated GPT-3.5 matches their row (it matched nothing before)
+        (
+            "gpt-3.5-turbo-1106",
+            {"instr": "tu-base", "config": TU_SPLIT},
+            "comparable: every setting as published (template tu-base, gpt-3.5-turbo-1106)",
+        ),
+        # Table 4's QA rows score GPT-3.5's answers, whichever model scores them
+        (
+            "gpt-4-0125-preview",
+            {"instr": "qa", "config": TU_SPLIT | {"variant": "qa", "answer_model": "gpt-4-0125-preview"}},
+            "not comparable (answer_model=gpt-4-0125-preview (paper: gpt-3.5-turbo-1106))",
+        ),
+        (
+            "gpt-4-0125-preview",
+            {"instr": "qa", "config": TU_SPLIT | {"variant": "qa", "answer_model": "gpt-3.5-turbo-1106"}},
+            "comparable: every setting as published (template qa, gpt-4-0125-preview, gpt-3.5-turbo-1106's answers)",
+        ),
+        (
+            "gpt-4-0125-preview",
+            {"instr": "qa", "config": TU_SPLIT | {"variant": "qa", "settings": {"answers": "old/answers.jsonl"}}},
+            "not comparable (answers=old/answers.jsonl (paper: gpt-3.5-turbo-1106's answers; a reused file's "
+            "writer is not checked))",
+        ),
+    ],
+)
+def test_tu_rows_judge_the_layout_the_snapshot_and_the_answer_model(
+    tmp_path: Path, model: str, kw: dict, note: str
+) -> None:
+    source, got = verdict(tmp_path, model, n=786, shots=0, **kw)
+    assert (source, got) == ("Tu et al. 2024, Table 4", note)
+
+
+def test_several_differences_are_all_named(tmp_path: Path) -> None:
+    _, note = verdict(tmp_path, "gpt-4", n=9)
+    assert note == (
+        "not comparable (n=9 of 2,834; shot_sampler=seeded (paper: reference, seed 42); "
+        "model=gpt-4 (paper: gpt-4-0314))"
+    )
