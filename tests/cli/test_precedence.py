@@ -59,6 +59,7 @@ FLAGS: list[tuple[list[str], str, Any]] = [
     (["--think-tags", "none"], "think_tags", "none"),
     (["--wait-for-server", "30"], "api.wait_for_server", 30.0),
     (["--max-reply-mb", "64"], "api.max_reply_mb", 64.0),
+    (["--truncate-input", "512"], "truncate_input", "512"),
     (["--base-url", "http://127.0.0.1:1/v1"], "api.base_urls", ("http://127.0.0.1:1/v1",)),
     (["--concurrency", "3"], "api.concurrency", 3),
     (["--rpm", "60"], "api.rpm", 60.0),

@@ -22,13 +22,19 @@ def test_no_published_legend_entry_when_nothing_is_published(tmp_path: Path) -> 
     assert _legend(spearman_figure(table)) == ["my-model"]
 
 
+# Every setting as Deshpande et al. published it (reporting/paper_settings.py): the snapshot and the shot stream.
+AS_PUBLISHED = {"model": "gpt-4-0314", "config": {"shot_sampler": "reference"}}
+
+
 def test_published_marks_only_beside_a_comparable_run(tmp_path: Path) -> None:
-    full = build_table([make_run(tmp_path, "full", n=2834)], n_bootstrap=20)
-    assert sorted(_legend(invalid_figure(full))) == ["gpt-4", "published"]
-    assert _legend(spearman_figure(full)) == ["gpt-4", "gpt-4 (published)"]
-    partial = build_table([make_run(tmp_path, "partial", n=9)], n_bootstrap=20)
-    assert _legend(invalid_figure(partial)) == ["gpt-4"]
-    assert _legend(spearman_figure(partial)) == ["gpt-4"]
+    full = build_table([make_run(tmp_path, "full", n=2834, **AS_PUBLISHED)], n_bootstrap=20)  # type: ignore[arg-type]
+    assert sorted(_legend(invalid_figure(full))) == ["gpt-4-0314", "published"]
+    assert _legend(spearman_figure(full)) == ["gpt-4-0314", "gpt-4-0314 (published)"]
+    partial = build_table([make_run(tmp_path, "partial", n=9, **AS_PUBLISHED)], n_bootstrap=20)  # type: ignore[arg-type]
+    assert _legend(invalid_figure(partial)) == ["gpt-4-0314"]
+    assert _legend(spearman_figure(partial)) == ["gpt-4-0314"]
+    floating = build_table([make_run(tmp_path, "floating", n=2834)], n_bootstrap=20)  # gpt-4: not the snapshot
+    assert _legend(spearman_figure(floating)) == ["gpt-4"]
 
 
 def test_runs_that_differ_in_a_setting_are_separate_lines_and_bars(tmp_path: Path) -> None:
@@ -46,7 +52,7 @@ def test_runs_that_differ_in_a_setting_are_separate_lines_and_bars(tmp_path: Pat
 def test_saved_pixels_are_those_of_savefig_tight(tmp_path: Path) -> None:
     """_save hands savefig a tight box it measured itself (one layout pass fewer): the PNG must hold the pixels
     savefig(bbox_inches="tight") draws, legend outside the axes and published marks included."""
-    runs = [make_run(tmp_path, "full", n=2834), make_run(tmp_path, "other", model="m", offset=1)]
+    runs = [make_run(tmp_path, "full", n=2834, **AS_PUBLISHED), make_run(tmp_path, "other", model="m", offset=1)]  # type: ignore[arg-type]
     table = build_table(runs, n_bootstrap=20)
     for make in (spearman_figure, invalid_figure):
         reference = make(table)

@@ -117,4 +117,8 @@ def test_a_test_split_run_says_its_labels_are_hidden(tmp_path: Path) -> None:
     out = write_report([run_dir], tmp_path / "report")
     report = (out / "report.md").read_text()
     assert "R1 (gpt-4, long, k=4): Spearman labels hidden" in report and "differs" not in report
-    assert "published Spearman 43.10 is not comparable (n=10 of 4,732)" in report  # Table 4, C-STS test
+    # Table 4, C-STS test: every setting that differs is named (reporting/paper_settings.py)
+    assert (
+        "published Spearman 43.10 is not comparable (n=10 of 4,732; shot_sampler=seeded (paper: reference, seed 42); "
+        "model=gpt-4 (paper: gpt-4-0314))" in report
+    )
