@@ -72,8 +72,7 @@ class SentenceTransformerBackend(LocalBackend):
                 from sentence_transformers import SentenceTransformer
             except ImportError:
                 raise HarnessError(
-                    "the qa-embed variant with a local model needs sentence-transformers: "
-                    'pip install -e ".[hf]" sentence-transformers'
+                    'the qa-embed variant with a local model needs sentence-transformers: pip install -e ".[embed]"'
                 ) from None
             try:
                 self._encoder = SentenceTransformer(self.model)
