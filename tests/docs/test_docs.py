@@ -73,6 +73,7 @@ def workdir(tmp: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.timeout(1800)  # a page runs dozens of commands, each a process of its own (on two busy cores: minutes)
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_every_command_on_the_page_runs(page: Path, tmp_path: Path) -> None:
     found = [(lang, text) for lang, text in blocks(page) if lang in ("bash", "python")]
