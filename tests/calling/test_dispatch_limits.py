@@ -19,6 +19,7 @@ from harness.calling.backends.anthropic import AnthropicBackend
 from harness.calling.backends.base import RemoteBackend, RetryableError
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.dispatch import complete_all
+from harness.calling.limits import rate_limit
 from harness.calling.options import DispatchOptions, DispatchStats
 from harness.types import Completion, Request
 from tests.fake_ratelimit import RateLimiter, RateLimitPolicy
@@ -26,6 +27,7 @@ from tests.fake_server import FakeServer
 from tests.virtual_clock import VirtualClockLoop
 
 N = 300
+WALL = 1_700_000_000.0  # the virtual server's wall clock at virtual time 0 (Anthropic's reset times)
 
 
 def requests(n: int = N) -> list[Request]:
@@ -97,7 +99,7 @@ class BucketBackend(RemoteBackend):
 
     name, model, chat, endpoint = "bucket", "m", True, "/v1/chat/completions"
 
-    def __init__(self, policy: RateLimitPolicy, latency: float, stall: tuple[float, float]) -> None:
+    def __init__(self, policy: RateLimitPolicy, latency: float, stall: tuple[float, float] = (0.0, 0.0)) -> None:
         self.policy, self.latency, self.stall = policy, latency, stall
         self.server: RateLimiter | None = None
         self.staller: asyncio.Task[None] | None = None
@@ -118,16 +120,21 @@ class BucketBackend(RemoteBackend):
         loop = asyncio.get_running_loop()
         assert isinstance(loop, VirtualClockLoop)
         if self.server is None:  # made on the first request, on the loop's clock
-            self.server = RateLimiter(self.policy, clock=loop.time)
-            self.staller = loop.create_task(self.stalls(loop))
+            self.server = RateLimiter(self.policy, clock=loop.time, wall=lambda: WALL + loop.time())
+            if self.stall[0]:
+                self.staller = loop.create_task(self.stalls(loop))
         await asyncio.sleep(self.latency / 2)  # on its way
+        anthropic = self.policy.headers == "anthropic"
         try:
-            self.server.take(request.prompt, anthropic=False)
+            headers = self.server.take(request.prompt, anthropic=anthropic)
         except web.HTTPTooManyRequests as e:  # answered at once
             await asyncio.sleep(self.latency / 2)
-            raise RetryableError("429", retry_after=int(e.headers["retry-after-ms"]) / 1000, limited=True) from None
+            limits = rate_limit({k.lower(): v for k, v in e.headers.items()}, now=WALL + loop.time())
+            wait = int(e.headers["retry-after-ms"]) / 1000
+            raise RetryableError("429", retry_after=wait, limited=True, rate_limit=limits) from None
         await asyncio.sleep(self.latency / 2)
-        return Completion(request.id, "3")
+        limits = rate_limit({k.lower(): v for k, v in headers.items()}, now=WALL + loop.time())
+        return Completion(request.id, "3", rate_limit=limits)
 
     async def stalls(self, loop: VirtualClockLoop) -> None:
         every, stall = self.stall
@@ -136,15 +143,51 @@ class BucketBackend(RemoteBackend):
             loop.stall(stall)
 
 
+def on_virtual_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """complete_all on a VirtualClockLoop, its limiter on the loop's clock (time.monotonic, the limiter's default,
+    does not see virtual time)."""
+    monkeypatch.setattr(dispatch, "_loop_factory", lambda: VirtualClockLoop)
+    real = dispatch.Limiter
+    monkeypatch.setattr(dispatch, "Limiter", lambda *a, **kw: real(*a, **kw, clock=asyncio.get_running_loop().time))
+
+
+def served_share(backend: BucketBackend) -> float:
+    assert backend.server is not None
+    limits = backend.server.stats()
+    return float(limits["rate_limited"] / (limits["admitted"] + limits["rate_limited"]))
+
+
+def test_default_options_back_off_under_an_unannounced_limit_on_a_virtual_clock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same as the test above, on a virtual clock: a machine too busy to send 100 requests a second (which
+    makes the test above see no 429 at all) cannot change what this one sees."""
+    on_virtual_clock(monkeypatch)
+    backend = BucketBackend(RateLimitPolicy(rps=100), latency=0.05)
+    stats = run(backend, n=2 * N)
+    assert stats.limiter is not None
+    assert stats.limiter["rate_limited"] > 0 and stats.limiter["lowest_window"] < 128
+    assert stats.limiter["paced_rpm"] is None
+    assert served_share(backend) < 0.3, f"{served_share(backend):.0%} of attempts refused"
+
+
+@pytest.mark.parametrize("style", ["openai", "anthropic"])
+def test_announced_limits_are_paced_on_a_virtual_clock(style: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The headers test above on a virtual clock (the headers read by harness/calling/limits.py, as from the SDKs)."""
+    on_virtual_clock(monkeypatch)
+    backend = BucketBackend(RateLimitPolicy(rps=100, headers=style), latency=0.05)
+    stats = run(backend)
+    assert stats.limiter is not None and stats.limiter["paced_rpm"] is not None
+    assert 0.5 * 6000 < stats.limiter["paced_rpm"] < 1.5 * 6000
+    assert served_share(backend) < 0.2, f"{style}: {served_share(backend):.0%} of attempts refused"
+
+
 def test_user_rpm_holds_through_stalls_of_the_whole_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """A busy machine stops this process now and then (CI once refused 16 % of these attempts that way): stalls
     of 150 ms every 400 ms of a bucket refilled 120 a second with a burst of 5, at --rpm 6000 (100 a second).
     Requests booked when they queued came due together after each stall and were refused (14-15 %), booked when
     they leave they are not. On a virtual clock: the same dispatch, limiter and retries, the same buckets."""
-    monkeypatch.setattr(dispatch, "_loop_factory", lambda: VirtualClockLoop)
-    real = dispatch.Limiter
-    # The loop's clock: time.monotonic, the limiter's default, does not see a virtual stall.
-    monkeypatch.setattr(dispatch, "Limiter", lambda *a, **kw: real(*a, **kw, clock=asyncio.get_running_loop().time))
+    on_virtual_clock(monkeypatch)
     backend = BucketBackend(RateLimitPolicy(rps=120, rps_burst=5), latency=0.1, stall=(0.25, 0.15))
     stats = run(backend, rpm=6000)
     assert backend.server is not None
