@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from harness.calling.backends import make_embedding_backend
+from harness.calling.backends.embeddings import make_embedding_backend
 from harness.calling.dispatch import call
 from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import price_of

@@ -8,8 +8,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.calling.backends import make_embedding_backend
 from harness.calling.backends.base import Backend
+from harness.calling.backends.embeddings import make_embedding_backend
 from harness.calling.dispatch import call
 from harness.calling.estimate import dry_run_estimate
 from harness.calling.options import DispatchStats, dispatch_options

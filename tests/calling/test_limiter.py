@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import time
+from collections import Counter
 
 import pytest
 
 from harness.calling.limiter import CUT, LEARN_WEIGHT, PACE, Limiter, Pacer
 from harness.types import RateLimit
+from tests.virtual_clock import VirtualClockLoop, run_virtual
 
 
 class Clock:
@@ -105,52 +106,57 @@ def test_token_pacer_charges_by_cost() -> None:
 
 def test_a_stall_lets_out_two_requests_at_once_not_the_backlog() -> None:
     """Requests are booked when they leave, not when they queue: after the process stalls, the queue resumes at
-    the paced rate instead of sending everything that came due during the stall in one bunch."""
+    the paced rate instead of sending everything that came due during the stall in one bunch. On a virtual clock
+    (tests/virtual_clock.py): the stall is exact, and a busy machine's own stalls cannot add to it."""
 
-    async def scenario() -> list[float]:
-        lim = Limiter(64, rpm=6000)  # 100 a second
+    async def scenario(loop: VirtualClockLoop) -> list[float]:
+        lim = Limiter(64, rpm=6000, clock=loop.time)  # 100 a second
         left: list[float] = []
 
         async def one() -> None:
             sent = await lim.acquire()
-            left.append(time.monotonic())
+            left.append(loop.time())
             lim.release(sent, ok=True)
 
         tasks = [asyncio.create_task(one()) for _ in range(40)]
         await asyncio.sleep(0.05)
-        time.sleep(0.3)  # the whole process stalls for 30 requests' worth of time
+        loop.stall(0.3)  # the whole process stalls for 30 requests' worth of time
         await asyncio.gather(*tasks)
         return left
 
-    left = asyncio.run(scenario())
-    bunch = max(sum(1 for t in left if s <= t < s + 0.004) for s in left)
-    # Three: the bucket's two, and one let out just before the stall whose task only ran after it. Booked in advance
-    # (as before this was fixed), 30 left at once.
-    assert bunch <= 3, f"{bunch} requests left within 4 ms of each other"
+    left = run_virtual(scenario)
+    at_once = Counter(round(t, 6) for t in left)
+    # Before the stall: the bucket's two at 0, then one every 10 ms. After it (at 0.35 s): the one let out at 0.05 s,
+    # just as the stall began, whose task only ran after it, and the bucket's two; then one every 10 ms again.
+    # Booked in advance (as before this was fixed), the 30 that came due during the stall left together.
+    assert max(at_once.values()) == 3 and at_once[0.35] == 3, sorted(at_once.items())
+    assert left[-1] == pytest.approx(0.35 + 31 * 0.01), left  # the other 31 paced at 100 a second
 
 
 def test_queued_requests_wait_out_a_pause_that_began_after_they_queued() -> None:
-    async def scenario() -> tuple[float, list[float]]:
-        lim = Limiter(64, rpm=600)  # 10 a second: two leave at once, the third is due 0.1 s later
+    async def scenario(loop: VirtualClockLoop) -> tuple[float, list[float]]:
+        lim = Limiter(64, rpm=600, clock=loop.time)  # 10 a second: two leave at once, the third is due 0.1 s later
         left: list[float] = []
         paused = 0.0
 
         async def one(i: int) -> None:
             nonlocal paused
             sent = await lim.acquire()
-            left.append(time.monotonic())
+            left.append(loop.time())
             if i == 0:  # the first answer, a round trip later, is a 429 asking for 0.3 s; the others queue meanwhile
                 await asyncio.sleep(0.05)
                 lim.release(sent, ok=False, limited=True, retry_after=0.3)
-                paused = time.monotonic() + 0.3
+                paused = loop.time() + 0.3
             else:
                 lim.release(sent, ok=True)
 
         await asyncio.gather(*(one(i) for i in range(5)))
         return paused, left
 
-    paused, left = asyncio.run(scenario())
-    assert len(left) == 5 and all(t >= paused - 0.005 for t in left[2:])  # booked in advance, the third left at 0.1 s
+    paused, left = run_virtual(scenario)
+    assert paused == pytest.approx(0.35)
+    # Two at once, then the rest from the pause's end; booked in advance, the third would have left at 0.1 s.
+    assert left[:2] == [0.0, 0.0] and left[2] == pytest.approx(paused) and all(t >= paused for t in left[2:]), left
 
 
 def test_a_draining_bucket_in_the_headers_sets_the_pace() -> None:

@@ -72,7 +72,9 @@ def test_the_shared_folder_variable_is_the_one_the_tests_read() -> None:
     assert variable is not None
     for page in (ROOT / "README.md", DOCS / "testing.md"):
         assert variable.group(1) in page.read_text(encoding="utf-8"), page.name
-    assert "python -m pytest -rs" in (ROOT / "README.md").read_text(encoding="utf-8")  # skip reasons shown
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "python -m pytest -n auto -rs" in readme  # skip reasons shown; .ci/run runs the same command
+    assert "python -m pytest -n auto -rs" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
 FIGURE = re.compile(r"\b\d+(?:[.,]\d+)? ?(?:ms|s CPU|MiB|GiB|GB|MB|min|queries/s|requests/s)(?!\w)")

@@ -255,7 +255,7 @@ def make_backend(config: RunConfig) -> Backend:
     check_scoring(config)
     name = backend_name(config)
     module = BACKENDS[name].module if name in BACKENDS else None
-    if module is None:  # sentence-transformers embeds only (make_embedding_backend)
+    if module is None:  # sentence-transformers embeds only (embeddings.py make_embedding_backend)
         raise HarnessError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
     builder = cast(_Builder, importlib.import_module(module))
     return builder.from_config(config)
@@ -266,26 +266,3 @@ def backend_key(name: str, base_urls: Sequence[str]) -> str:
     variable = BACKENDS[name].key_env
     assert variable is not None, f"backend {name} has no key_env in BACKENDS"
     return api_key(variable, name, base_urls)
-
-
-def make_embedding_backend(config: RunConfig) -> Backend:
-    """The qa-embed variant's embedding model: OpenAI's embeddings API (or a compatible server), or a local
-    sentence-transformers model (`--backend sentence-transformers --model DIR`)."""
-    name = backend_name(config)
-    match name:
-        case "openai":
-            from harness.calling.backends.embeddings import OpenAIEmbeddingBackend
-
-            api = config.api
-            return OpenAIEmbeddingBackend(
-                config.model, backend_key(name, api.base_urls), api.base_urls, timeout=api.timeout
-            )
-        case "sentence-transformers" | "hf":
-            from harness.calling.backends.embeddings import SentenceTransformerBackend
-
-            return SentenceTransformerBackend(config.model, config.local.batch_size)
-        case _:
-            raise HarnessError(
-                f"--variant qa-embed needs an embedding model (OpenAI: text-embedding-3-small, ...; local: "
-                f"--backend sentence-transformers --model DIR), not a {name} model"
-            )

@@ -10,9 +10,11 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from harness.calling.backends.base import ClientPool, LocalBackend, MalformedReply
+from harness.calling.backends import backend_key, backend_name
+from harness.calling.backends.base import Backend, ClientPool, LocalBackend, MalformedReply
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.openai_errors import sdk_errors
+from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, Request, Usage
 
 
@@ -70,8 +72,7 @@ class SentenceTransformerBackend(LocalBackend):
                 from sentence_transformers import SentenceTransformer
             except ImportError:
                 raise HarnessError(
-                    "the qa-embed variant with a local model needs sentence-transformers: "
-                    'pip install -e ".[hf]" sentence-transformers'
+                    'the qa-embed variant with a local model needs sentence-transformers: pip install -e ".[embed]"'
                 ) from None
             try:
                 self._encoder = SentenceTransformer(self.model)
@@ -87,3 +88,22 @@ class SentenceTransformerBackend(LocalBackend):
         vectors = encoder.encode([r.prompt for r in requests], batch_size=self.batch_size)  # type: ignore[attr-defined]
         for r, v in zip(requests, vectors, strict=True):
             yield Completion(r.id, json.dumps([float(x) for x in v]))
+
+
+def make_embedding_backend(config: RunConfig) -> Backend:
+    """The qa-embed variant's embedding model: OpenAI's embeddings API (or a compatible server), or a local
+    sentence-transformers model (`--backend sentence-transformers --model DIR`)."""
+    name = backend_name(config)
+    match name:
+        case "openai":
+            api = config.api
+            return OpenAIEmbeddingBackend(
+                config.model, backend_key(name, api.base_urls), api.base_urls, timeout=api.timeout
+            )
+        case "sentence-transformers" | "hf":
+            return SentenceTransformerBackend(config.model, config.local.batch_size)
+        case _:
+            raise HarnessError(
+                f"--variant qa-embed needs an embedding model (OpenAI: text-embedding-3-small, ...; local: "
+                f"--backend sentence-transformers --model DIR), not a {name} model"
+            )

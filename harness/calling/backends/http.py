@@ -22,13 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import httpx2  # the SDKs' own HTTP library (openai>=3, anthropic>=1: pyproject.toml)
 import yarl
 from multidict import CIMultiDict
-
-try:  # the SDKs' own HTTP library: httpx2 in current releases, httpx before
-    import httpx2
-except ImportError:  # pragma: no cover - an older SDK
-    import httpx as httpx2  # type: ignore[no-redef]
 
 from harness.calling.backends.base import PermanentError, RetryableError, status_error
 from harness.calling.backends.bounded import ReplyTooLarge

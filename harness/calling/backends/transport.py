@@ -30,12 +30,8 @@ from typing import Any
 
 import aiohttp
 import certifi
+import httpx2  # the SDKs' own HTTP library (openai>=3, anthropic>=1: pyproject.toml)
 import yarl
-
-try:  # the SDKs' own HTTP library: httpx2 in current releases, httpx before
-    import httpx2
-except ImportError:  # pragma: no cover - an older SDK
-    import httpx as httpx2  # type: ignore[no-redef]
 
 from harness.calling.backends.base import PermanentError, RetryableError, Unreachable
 from harness.calling.backends.bounded import MAX_REDIRECTS, read_capped, same_host_redirect
