@@ -192,7 +192,11 @@ def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price |
     from harness.variants.case_report import ffn_step, pairs_of, setting_metrics
 
     style, primary = config.embed.inputs, primary_setting(config)
-    vectors, errors, step = embed(config, backend, (r.prompt for r in prep.requests), price, "embeddings")
+    texts = {r.prompt for r in prep.requests}
+    splits = _ffn_splits(config) if config.embed.ffn != "none" else None
+    if splits is not None:  # one calling step: a backend is closed when its step ends
+        texts |= texts_of(splits[0].examples, style, (primary,)) | texts_of(splits[1].examples, style, (primary,))
+    vectors, errors, step = embed(config, backend, texts, price, "embeddings")
     samples = scored(prep, style, primary, vectors, errors)
     case: dict[str, Any] = {"setting": primary, "inputs": style}
     case["settings"] = {
@@ -200,8 +204,7 @@ def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price |
         for s in settings_for(config.dataset)
     }
     files: dict[str, str | bytes] = {}
-    if config.embed.ffn != "none":
-        train_split, val_split = _ffn_splits(config)
-        samples, case["ffn"], files = ffn_step(config, prep, samples, (train_split, val_split), vectors, backend, price)
+    if splits is not None:
+        samples, case["ffn"], files = ffn_step(config, prep, samples, splits, vectors)
     metrics = step | {"case": case}
     return Outcome(samples, metrics, files, label_scale=False)

@@ -100,7 +100,9 @@ def train(
     if best is None:  # every epoch undefined (constant predictions): keep the last
         best = (float("nan"), epochs, {k: v.detach().clone() for k, v in model.state_dict().items()})
     rho, epoch, state = best
-    weights = save(state, metadata={"kind": kind, "seed": str(seed), "epoch": str(epoch), "paper": "Zhang2025"})
+    # No metadata: safetensors writes its keys in no fixed order, and the same weights must hash the same
+    # (kind, seed and epoch are in metrics.json beside the hash).
+    weights = save(state)
     n_params = sum(int(v.numel()) for v in state.values())
     return Trained(
         kind,

@@ -9,8 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from harness.calling.backends.base import Backend
-from harness.calling.pricing import Price
 from harness.config.settings import RunConfig
 from harness.prompting.prepared import Prepared
 from harness.scoring.isotropy import DIRECTIONS, isotropy
@@ -55,19 +53,14 @@ def ffn_step(
     samples: list[Scored],
     splits: tuple[Dataset, Dataset],
     vectors: dict[str, Any],
-    backend: Backend,
-    price: Price | None,
 ) -> tuple[list[Scored], dict[str, Any], dict[str, str | bytes]]:
-    """Embed the train and validation splits, train the projection, chose its epoch on validation and score the
-    run's queries with it: (the projected samples, the step's metrics, the weights file)."""
-    from harness.variants.case import embed, primary_setting, texts_of
+    """Train the projection on the train split's vectors (embedded with the run's), choose its epoch on
+    validation and score the run's queries with it: (the projected samples, the step's metrics, the weights)."""
+    from harness.variants.case import primary_setting
     from harness.variants.case_ffn import Pairs, project_cosines, train
 
     train_split, val_split = splits
     style, setting, e = config.embed.inputs, primary_setting(config), config.embed
-    wanted = texts_of(train_split.examples, style, (setting,)) | texts_of(val_split.examples, style, (setting,))
-    more, errors, step = embed(config, backend, wanted - set(vectors), price, "embeddings for the projection")
-    vectors = vectors | more
 
     def as_pairs(examples: Sequence[Example]) -> Pairs:
         kept, got = pairs_of(examples, style, setting, vectors)
@@ -98,10 +91,8 @@ def ffn_step(
         "n_params": trained.n_params,
         "n_train": len(train_pairs.labels),
         "n_validation": len(val_pairs.labels),
-        "embedding_errors": len(errors),
         "weights": name,
         "weights_sha256": trained.sha256,
-        "embeddings": step,
     }
     if config.split == "validation":
         metrics["note"] = "epoch chosen on this same validation split: its Spearman here is optimistic"
