@@ -29,19 +29,14 @@ from harness.variants.case_inputs import (
     SETTINGS,
     UNCONDITIONAL,
     needed,
+    primary_setting,
     settings_for,
+    side_vectors,
     sides,
     vector_texts,
 )
 
 FFN_CHOICES = ("none", "linear", "nonlinear")
-
-
-def primary_setting(config: RunConfig) -> str:
-    """The setting whose cosines are the samples' predictions: --case-setting, else the paper's best (cond-c)."""
-    if config.dataset != "csts":
-        return "plain"
-    return config.embed.setting or "cond-c"
 
 
 def check(config: RunConfig) -> None:
@@ -91,18 +86,6 @@ def embed(
     vectors = {r.prompt: np.asarray(json.loads(c.text), dtype=float) for r in requests if (c := done[r.id]).text}
     errors = {r.prompt: c.error or "no embedding" for r in requests if not done[r.id].text}
     return vectors, errors, {"usage": usage(done, price, stats.paid_by_batch)} | stats.record()
-
-
-def side_vectors(ex: Example, style: str, setting: str, vectors: Mapping[str, Any]) -> tuple[Any, Any] | str:
-    """The two vectors a setting compares for one example, or the text that has no embedding."""
-    out = []
-    for t in sides(ex, style):
-        main, minus = vector_texts(t, setting)
-        for text in (main, minus):
-            if text is not None and text not in vectors:
-                return text
-        out.append(vectors[main] - vectors[minus] if minus is not None else vectors[main])
-    return out[0], out[1]
 
 
 def cosine(a: Any, b: Any) -> float:

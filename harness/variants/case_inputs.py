@@ -19,8 +19,11 @@ Two input styles, as the paper's two encoder families (§4.2):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from harness.config.settings import RunConfig
 from harness.types import Example
 
 TABLE1_SETTINGS = ("cond-c", "cond", "sent-c", "sent")  # Zhang et al. 2025, Table 1
@@ -91,3 +94,22 @@ def vector_texts(t: Texts, setting: str) -> tuple[str, str | None]:
         return t.plain, None
     main = t.cond if setting.startswith("cond") else t.sent
     return main, t.base if setting.endswith("-c") else None
+
+
+def primary_setting(config: RunConfig) -> str:
+    """The setting whose cosines are the samples' predictions: --case-setting, else the paper's best (cond-c)."""
+    if config.dataset != "csts":
+        return "plain"
+    return config.embed.setting or "cond-c"
+
+
+def side_vectors(ex: Example, style: str, setting: str, vectors: Mapping[str, Any]) -> tuple[Any, Any] | str:
+    """The two vectors a setting compares for one example, or the text that has no embedding."""
+    out = []
+    for t in sides(ex, style):
+        main, minus = vector_texts(t, setting)
+        for text in (main, minus):
+            if text is not None and text not in vectors:
+                return text
+        out.append(vectors[main] - vectors[minus] if minus is not None else vectors[main])
+    return out[0], out[1]

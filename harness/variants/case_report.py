@@ -14,6 +14,7 @@ from harness.prompting.prepared import Prepared
 from harness.scoring.isotropy import DIRECTIONS, isotropy
 from harness.scoring.stats import bootstrap_ci
 from harness.types import Dataset, Example, Scored
+from harness.variants.case_inputs import primary_setting, side_vectors
 
 N_BOOTSTRAP = 1000  # as the report's CIs (harness/reporting/report.py N_BOOTSTRAP), seed 0
 
@@ -36,8 +37,6 @@ def pairs_of(
     examples: Sequence[Example], style: str, setting: str, vectors: Mapping[str, Any]
 ) -> tuple[list[Example], list[tuple[Any, Any]]]:
     """The labelled examples whose vectors are all there, and their two vectors in `setting`."""
-    from harness.variants.case import side_vectors
-
     kept, got = [], []
     for ex in examples:
         v = side_vectors(ex, style, setting, vectors)
@@ -56,7 +55,6 @@ def ffn_step(
 ) -> tuple[list[Scored], dict[str, Any], dict[str, str | bytes]]:
     """Train the projection on the train split's vectors (embedded with the run's), choose its epoch on
     validation and score the run's queries with it: (the projected samples, the step's metrics, the weights)."""
-    from harness.variants.case import primary_setting
     from harness.variants.case_ffn import Pairs, project_cosines, train
 
     train_split, val_split = splits
@@ -100,7 +98,5 @@ def ffn_step(
 
 
 def vectors_for(ex: Example, style: str, setting: str, vectors: Mapping[str, Any]) -> tuple[Any, Any] | None:
-    from harness.variants.case import side_vectors
-
     v = side_vectors(ex, style, setting, vectors)
     return None if isinstance(v, str) else v
