@@ -99,7 +99,8 @@ def scored(
     prep: Prepared, style: str, setting: str, vectors: Mapping[str, Any], errors: Mapping[str, str]
 ) -> list[Scored]:
     """One sample per query: the cosine of its two vectors in `setting`, or the embedding error."""
-    pairs = pair_ids(prep.dataset.examples)
+    # C-STS: the bootstrap's clusters (both conditions of a sentence pair), as every run; STS-B: none
+    pairs = pair_ids(prep.dataset.examples) if prep.dataset.name == "csts" else {}
     out = []
     for q in prep.queries:
         s1, s2 = sides(q, style)
@@ -107,10 +108,10 @@ def scored(
         got = side_vectors(q, style, setting, vectors)
         if isinstance(got, str):
             error = f"no embedding: {errors.get(got, 'not embedded')}"
-            out.append(Scored(q.id, prompt, (), None, None, False, None, q.label, error, pairs[q.id], "error"))
+            out.append(Scored(q.id, prompt, (), None, None, False, None, q.label, error, pairs.get(q.id), "error"))
             continue
         sim = cosine(*got)
-        out.append(Scored(q.id, prompt, (), f"{sim:.6f}", sim, True, sim, q.label, None, pairs[q.id], "number"))
+        out.append(Scored(q.id, prompt, (), f"{sim:.6f}", sim, True, sim, q.label, None, pairs.get(q.id), "number"))
     return out
 
 

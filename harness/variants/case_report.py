@@ -25,7 +25,8 @@ def setting_metrics(samples: Sequence[Scored], vectors: Sequence[tuple[Any, Any]
     ok = [s for s in samples if s.prediction is not None and s.label is not None]
     out: dict[str, Any] = {"n": len(ok), "errors": sum(s.error is not None for s in samples)}
     if len(ok) >= 3:
-        ci = bootstrap_ci([s.prediction for s in ok], [s.label for s in ok], [s.pair for s in ok], N_BOOTSTRAP, 0)  # type: ignore[misc]
+        groups = [s.pair for s in ok] if all(s.pair is not None for s in ok) else None  # STS-B: items on their own
+        ci = bootstrap_ci([s.prediction for s in ok], [s.label for s in ok], groups, N_BOOTSTRAP, 0)  # type: ignore[misc]
         for name, interval in ci.items():
             out[name], out[f"{name}_ci"] = interval.estimate, [interval.low, interval.high]
     stacked = [v for pair in vectors for v in pair]
