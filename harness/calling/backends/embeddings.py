@@ -6,6 +6,7 @@ text is the embedding as a JSON list of floats, so a vector is cached like any o
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -95,3 +96,4 @@ class SentenceTransformerBackend(LocalBackend):
             vectors = encoder.encode([r.prompt for r in chunk], batch_size=self.batch_size)  # type: ignore[attr-defined]
             for r, v in zip(chunk, vectors, strict=True):
                 yield Completion(r.id, json.dumps([float(x) for x in v]))
+            await asyncio.sleep(0)  # a turn of the event loop: the cache commits the chunk, the progress bar moves
