@@ -24,6 +24,7 @@ def main() -> None:
     a = p.parse_args()
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.util import cos_sim
+
     from harness.datasets.load import load_dataset
     from harness.variants.case_inputs import sides, vector_texts
 
