@@ -99,6 +99,7 @@ def test_dry_run_prices_every_distinct_text_and_max_cost_stops_sending(csts_dir:
         (("--case-ffn", "deep"), "unknown --case-ffn 'deep'"),
         (("--dataset", "stsb", "--case-setting", "cond-c"), "STS-B has only `plain`"),
         (("--dataset", "stsb", "--case-ffn", "linear"), "trains on the C-STS train split"),
+        (("--variant", "sentences", "--case-ffn", "linear"), "belong to --variant case"),
     ],
 )
 def test_bad_options_are_one_line_exit_2_nothing_sent_nothing_written(
