@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness.calling.batch.options import batch_options
+from harness.cli.case_options import case_options
 from harness.config.settings import ApiOptions, LocalOptions, RunConfig
 from harness.sweep import GRID_FIELDS
 from harness.types import HarnessError
@@ -127,6 +128,7 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         progress=not a.no_progress,
         api=api,
         local=local,
+        embed=case_options(a),
         chat=a.chat,
         stop=tuple(a.stop),
         max_tokens=a.max_tokens,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.calling.backends import BACKENDS
 from harness.calling.batch.options import add_batch_args
+from harness.cli.case_options import add_case_args
 from harness.cli.configs import REASONING, CommaList
 from harness.cli.parser import Parser
 from harness.config.settings import (
@@ -127,7 +128,8 @@ def run_parser() -> Parser:
         default=RunConfig.variant,
         choices=list(VARIANTS),
         help="sentences (the paper's prompt); qa: answer each condition as a question, then score the answers "
-        "(Tu et al. 2024); qa-embed: cosine of the answers' embeddings (--model is the embedding model)",
+        "(Tu et al. 2024); qa-embed: cosine of the answers' embeddings (--model is the embedding model); case: "
+        "sentence and condition embedded together (Zhang et al. 2025; --model embeds)",
     )
     p.add_argument("--answer-model", help="qa variants: the model that answers the questions (default: --model)")
     p.add_argument(
@@ -149,6 +151,7 @@ def run_parser() -> Parser:
     add_decoding_args(p.add_argument_group("what is sent and how replies are read (every backend)"))
     add_api_args(p.add_argument_group("API backends (openai, anthropic, OpenAI-compatible servers)"))
     add_local_args(p.add_argument_group("local GPU backends (vllm, hf)"))
+    add_case_args(p.add_argument_group("embedding protocol (--variant case, Zhang et al. 2025)"))
     return p
 
 

@@ -54,6 +54,17 @@ class LocalOptions:
     batch_size: int | None = None  # hf: prompts per generate call (None: chosen to fit memory)
 
 
+@dataclass(frozen=True)
+class EmbedOptions:
+    """--variant case (Zhang et al. 2025, harness/variants/case.py): how sentences and conditions are embedded."""
+
+    setting: str | None = None  # the samples' prediction: cond-c, cond, sent-c, sent, plain (None: cond-c; STS-B plain)
+    inputs: str = "instruct"  # instruct (LLM encoders' prompts) or concat (MLM encoders: CONC(c+s))
+    ffn: str = "none"  # none, linear, nonlinear: the CASE projection (§3.2) trained on the C-STS train split
+    ffn_dim: int = 512  # Zhang et al. 2025, Table 3: 512 dimensions
+    ffn_epochs: int = 100  # the best epoch on the validation split is kept
+
+
 # The values RunConfig's choice fields take (validate.py checks them; options.py offers them).
 PARSE_MODES = ("first-number", "strict")
 SHOT_SAMPLERS = ("seeded", "reference")
@@ -92,6 +103,7 @@ class RunConfig:
     progress: bool = True
     api: ApiOptions = field(default_factory=ApiOptions)
     local: LocalOptions = field(default_factory=LocalOptions)
+    embed: EmbedOptions = field(default_factory=EmbedOptions)  # --variant case only
     # --chat / --no-chat; None: the backend's default: raw text for local engines and OpenAI-compatible servers
     # (as the paper sent open models), chat for hosted OpenAI and Anthropic (chat-only).
     chat: bool | None = None

@@ -40,6 +40,7 @@ class Section:
 SECTIONS: dict[str, Section] = {
     "metrics": Section("harness.reporting.metrics_section", "More metrics"),
     "errors": Section("harness.reporting.error_id", "Annotation-error identification (Tu et al. 2024, §4.2)"),
+    "case": Section("harness.reporting.case_section", "Embedding settings and isotropy (Zhang et al. 2025)"),
 }
 
 

@@ -86,6 +86,10 @@ class Run:
     @property
     def variant(self) -> str:
         variant = self.config.get("variant") or "sentences"
+        if variant == "case":  # paper_results.csv names the embedding protocol by its setting (and projection)
+            case = self.config.get("case") or {}
+            ffn = f"-ffn-{case['ffn']}" if case.get("ffn") else ""
+            return f"case-{case.get('setting', 'cond-c')}{ffn}"
         return "qa-answers" if variant == "qa" else variant  # paper_results.csv's name for Tu et al.'s QA prompt
 
     @property

@@ -105,7 +105,7 @@ def write_run(
     samples: Iterable[Scored],
     metrics: Mapping[str, Any] | None,
     test_predictions: Mapping[str, float] | None = None,
-    extra_files: Mapping[str, str] | None = None,
+    extra_files: Mapping[str, str | bytes] | None = None,
     claimed: Claim | None = None,
 ) -> Written:
     """Stage the whole folder, then rename it onto the folder claimed at the start: a killed run leaves no
@@ -123,7 +123,10 @@ def write_run(
         if test_predictions is not None:
             (staging / "test_predictions.json").write_text(strict.dumps(test_predictions) + "\n", encoding="utf-8")
         for name, text in (extra_files or {}).items():  # e.g. answers.jsonl of the qa variants
-            (staging / name).write_text(text, encoding="utf-8", errors=_ESCAPE)
+            if isinstance(text, bytes):  # e.g. the CASE projection's weights (harness/variants/case_ffn.py)
+                (staging / name).write_bytes(text)
+            else:
+                (staging / name).write_text(text, encoding="utf-8", errors=_ESCAPE)
         write_manifest(staging)  # last: sizes and digests of the files above, for readers to verify
     return Written(claimed.final, tuple(records))
 

@@ -34,6 +34,7 @@ VARIANTS: dict[str, Description] = {
     "sentences": Description("harness.variants.sentences"),  # the paper's prompt (Deshpande et al. 2023)
     "qa": Description("harness.variants.qa", answers=True),  # Tu et al. 2024, Fig. 9: the answers scored
     "qa-embed": Description("harness.variants.qa_embed", answers=True, embeds=True),  # cosine of answer embeddings
+    "case": Description("harness.variants.case", embeds=True),  # Zhang et al. 2025: sentence+condition embedded
 }
 
 

@@ -21,7 +21,7 @@ class Outcome:
 
     samples: list[Scored]
     metrics: dict[str, Any]
-    files: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str | bytes] = field(default_factory=dict)  # bytes: a binary file (CASE weights)
     label_scale: bool = True  # predictions are parsed scores on the label scale; False: cosines (no MSE, no strict)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.calling.backends import backend_name, check_scoring, described
 from harness.calling.validate import check_model, check_think_tags
-from harness.config.settings import RunConfig
+from harness.config.settings import EmbedOptions, RunConfig
 from harness.config.validate import validate
 from harness.types import HarnessError
 from harness.variants import VARIANTS, Description, described_variant
@@ -41,6 +41,8 @@ def check_variant(config: RunConfig) -> Description:
     v = described_variant(config.variant)
     if v.answers and config.dataset != "csts":
         raise HarnessError(f"--variant {config.variant} turns C-STS conditions into questions: use --dataset csts")
+    if config.variant != "case" and config.embed != EmbedOptions():
+        raise HarnessError("--case-setting, --case-inputs and --case-ffn* belong to --variant case")
     if not v.answers and (config.answers or config.answer_model):
         asking = " or ".join(name for name, d in VARIANTS.items() if d.answers)
         raise HarnessError(f"--answers and --answer-model belong to --variant {asking}")

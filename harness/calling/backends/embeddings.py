@@ -6,6 +6,7 @@ text is the embedding as a JSON list of floats, so a vector is cached like any o
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -56,6 +57,9 @@ class OpenAIEmbeddingBackend(OpenAIBackend):
         return Completion(request.id, json.dumps(response.data[0].embedding), usage=Usage(tokens or 0, 0))
 
 
+CHUNK_BATCHES = 8  # batches encoded between two yields
+
+
 class SentenceTransformerBackend(LocalBackend):
     """A local sentence-transformers model (a directory or hub id), all texts encoded in one call."""
 
@@ -85,9 +89,15 @@ class SentenceTransformerBackend(LocalBackend):
 
     async def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
         encoder = self._load()
-        vectors = encoder.encode([r.prompt for r in requests], batch_size=self.batch_size)  # type: ignore[attr-defined]
-        for r, v in zip(requests, vectors, strict=True):
-            yield Completion(r.id, json.dumps([float(x) for x in v]))
+        # In chunks, each yielded as it is done: the cache keeps what a long run (the CASE protocol embeds tens of
+        # thousands of texts) has encoded when it is stopped, and the progress bar moves.
+        step = self.batch_size * CHUNK_BATCHES
+        for start in range(0, len(requests), step):
+            chunk = requests[start : start + step]
+            vectors = encoder.encode([r.prompt for r in chunk], batch_size=self.batch_size)  # type: ignore[attr-defined]
+            for r, v in zip(chunk, vectors, strict=True):
+                yield Completion(r.id, json.dumps([float(x) for x in v]))
+            await asyncio.sleep(0)  # a turn of the event loop: the cache commits the chunk, the progress bar moves
 
 
 def make_embedding_backend(config: RunConfig) -> Backend:

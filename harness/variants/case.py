@@ -1,0 +1,194 @@
+"""The embedding protocol of Zhang et al. (2025, "CASE"): each sentence embedded with its condition, a pair scored
+by the cosine of its two vectors, in every encoding setting of Table 1 at once (harness/variants/case_inputs.py);
+isotropy (App. C) of each setting's vectors; optionally the CASE projection trained on the train split
+(harness/variants/case_ffn.py). --model is the embedding model (/v1/embeddings or sentence-transformers)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from harness.calling.backends.base import Backend
+from harness.calling.backends.embeddings import make_embedding_backend
+from harness.calling.dispatch import call
+from harness.calling.estimate import Step, dry_run_estimate
+from harness.calling.options import DispatchStats, dispatch_options
+from harness.calling.pricing import Price, usage
+from harness.config.settings import RunConfig
+from harness.datasets.load import load_dataset, pair_ids
+from harness.prompting.prepared import Prepared
+from harness.prompting.render import PromptRenderer, template_name
+from harness.types import Dataset, Example, HarnessError, Request, Scored
+from harness.variants.base import Outcome
+from harness.variants.case_inputs import (
+    COND_GIVEN_SENT,
+    INPUT_STYLES,
+    SENT_GIVEN_COND,
+    SETTINGS,
+    UNCONDITIONAL,
+    needed,
+    primary_setting,
+    settings_for,
+    side_vectors,
+    sides,
+    vector_texts,
+)
+
+FFN_CHOICES = ("none", "linear", "nonlinear")
+
+
+def check(config: RunConfig) -> None:
+    """The embedding options' values and what they need; one line, before any work."""
+    e = config.embed
+    if e.setting is not None and e.setting not in SETTINGS:
+        raise HarnessError(f"unknown --case-setting {e.setting!r}; choose from {', '.join(SETTINGS)}")
+    if e.setting not in (None, "plain") and config.dataset != "csts":
+        raise HarnessError(f"--case-setting {e.setting} needs conditions: STS-B has only `plain`")
+    if e.inputs not in INPUT_STYLES:
+        raise HarnessError(f"unknown --case-inputs {e.inputs!r}; choose from {', '.join(INPUT_STYLES)}")
+    if e.ffn not in FFN_CHOICES:
+        raise HarnessError(f"unknown --case-ffn {e.ffn!r}; choose from {', '.join(FFN_CHOICES)}")
+    if e.ffn_dim < 1 or e.ffn_epochs < 1:
+        raise HarnessError("--case-ffn-dim and --case-ffn-epochs must be at least 1")
+    if e.ffn != "none" and (config.dataset != "csts" or config.split == "train"):
+        raise HarnessError(
+            "--case-ffn trains on the C-STS train split: use --dataset csts with --split validation or test"
+        )
+
+
+def embedding_requests(texts: Iterable[str]) -> tuple[Request, ...]:
+    """One request per distinct text (its id a hash of the text), in a stable order."""
+    return tuple(
+        Request("embed-" + hashlib.sha256(t.encode()).hexdigest()[:20], t, max_tokens=0) for t in sorted(set(texts))
+    )
+
+
+def texts_of(examples: Sequence[Example], style: str, settings: tuple[str, ...]) -> set[str]:
+    out: set[str] = set()
+    for ex in examples:
+        out |= needed(ex, style, settings)
+    return out
+
+
+def embed(
+    config: RunConfig, backend: Backend, texts: Iterable[str], price: Price | None, what: str
+) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
+    """Every text embedded through the usual dispatch (cache, retries, --max-cost): text -> vector, text -> error,
+    and the step's usage and dispatch record."""
+    import numpy as np
+
+    requests = embedding_requests(texts)
+    stats = DispatchStats()
+    completions = call(backend, requests, dispatch_options(config, price), stats, desc=f"{what} ({config.model})")
+    done = completions.completions
+    vectors = {r.prompt: np.asarray(json.loads(c.text), dtype=float) for r in requests if (c := done[r.id]).text}
+    errors = {r.prompt: c.error or "no embedding" for r in requests if not done[r.id].text}
+    return vectors, errors, {"usage": usage(done, price, stats.paid_by_batch)} | stats.record()
+
+
+def cosine(a: Any, b: Any) -> float:
+    import numpy as np
+
+    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(a @ b) / norm if norm else 0.0
+
+
+def scored(
+    prep: Prepared, style: str, setting: str, vectors: Mapping[str, Any], errors: Mapping[str, str]
+) -> list[Scored]:
+    """One sample per query: the cosine of its two vectors in `setting`, or the embedding error."""
+    # C-STS: the bootstrap's clusters (both conditions of a sentence pair), as every run; STS-B: none
+    pairs = pair_ids(prep.dataset.examples) if prep.dataset.name == "csts" else {}
+    out = []
+    for q in prep.queries:
+        s1, s2 = sides(q, style)
+        prompt = f"{vector_texts(s1, setting)[0]}\n{vector_texts(s2, setting)[0]}"
+        got = side_vectors(q, style, setting, vectors)
+        if isinstance(got, str):
+            error = f"no embedding: {errors.get(got, 'not embedded')}"
+            out.append(Scored(q.id, prompt, (), None, None, False, None, q.label, error, pairs.get(q.id), "error"))
+            continue
+        sim = cosine(*got)
+        out.append(Scored(q.id, prompt, (), f"{sim:.6f}", sim, True, sim, q.label, None, pairs.get(q.id), "number"))
+    return out
+
+
+# --- the variant's path (harness/variants/base.py `Variant`) ------------------------------------------
+
+
+def template(config: RunConfig) -> str:
+    return template_name(config.dataset, config.instr, config.template)  # recorded only: no prompt is rendered
+
+
+def requests(
+    config: RunConfig, queries: tuple[Example, ...], shots: tuple[tuple[Example, ...], ...], renderer: PromptRenderer
+) -> tuple[Request, ...]:
+    check(config)
+    return embedding_requests(texts_of(queries, config.embed.inputs, settings_for(config.dataset)))
+
+
+def scoring_backend(config: RunConfig) -> Backend:
+    check(config)
+    return make_embedding_backend(config)
+
+
+def score_range(dataset: Dataset) -> tuple[float, float]:
+    return (-1.0, 1.0)  # cosines
+
+
+def identity(config: RunConfig, prep: Prepared) -> dict[str, Any]:
+    e = config.embed
+    instructions = [COND_GIVEN_SENT, SENT_GIVEN_COND, UNCONDITIONAL] if e.inputs == "instruct" else []
+    case: dict[str, Any] = {
+        "setting": primary_setting(config),
+        "inputs": e.inputs,
+        "settings": settings_for(config.dataset),
+    }
+    case["instructions_hash"] = hashlib.sha256("\n".join(instructions).encode()).hexdigest()[:16]
+    if e.ffn != "none":
+        case |= {"ffn": e.ffn, "ffn_dim": e.ffn_dim, "ffn_epochs": e.ffn_epochs}
+    return {"case": case}
+
+
+def run_label(prep: Prepared) -> str:
+    return "case"
+
+
+def _ffn_splits(config: RunConfig) -> tuple[Dataset, Dataset]:
+    data = (config.data_dir, config.archive, config.password_file)
+    return load_dataset("csts", "train", *data), load_dataset("csts", "validation", *data)
+
+
+def dry_run(config: RunConfig, prep: Prepared, price: Price | None) -> tuple[list[Scored], dict[str, Any]]:
+    steps = [Step("embeddings", config, prep.requests, price)]
+    if config.embed.ffn != "none":
+        train_split, val_split = _ffn_splits(config)
+        style, setting = config.embed.inputs, (primary_setting(config),)
+        more = texts_of(train_split.examples, style, setting) | texts_of(val_split.examples, style, setting)
+        more -= {r.prompt for r in prep.requests}
+        steps.append(Step("ffn_embeddings", config, embedding_requests(more), price))
+    return scored(prep, config.embed.inputs, primary_setting(config), {}, {}), dry_run_estimate(steps, price)
+
+
+def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price | None) -> Outcome:
+    from harness.variants.case_report import ffn_step, pairs_of, setting_metrics
+
+    style, primary = config.embed.inputs, primary_setting(config)
+    texts = {r.prompt for r in prep.requests}
+    splits = _ffn_splits(config) if config.embed.ffn != "none" else None
+    if splits is not None:  # one calling step: a backend is closed when its step ends
+        texts |= texts_of(splits[0].examples, style, (primary,)) | texts_of(splits[1].examples, style, (primary,))
+    vectors, errors, step = embed(config, backend, texts, price, "embeddings")
+    samples = scored(prep, style, primary, vectors, errors)
+    case: dict[str, Any] = {"setting": primary, "inputs": style}
+    case["settings"] = {
+        s: setting_metrics(scored(prep, style, s, vectors, errors), pairs_of(prep.queries, style, s, vectors)[1])
+        for s in settings_for(config.dataset)
+    }
+    files: dict[str, str | bytes] = {}
+    if splits is not None:
+        samples, case["ffn"], files = ffn_step(config, prep, samples, splits, vectors)
+    metrics = step | {"case": case}
+    return Outcome(samples, metrics, files, label_scale=False)

@@ -1,0 +1,115 @@
+"""The texts the embedding protocol (Zhang et al. 2025, "CASE") embeds for one example, per encoding setting.
+
+Table 1's four settings, each a pair of vectors compared by cosine:
+  cond    f(c; I(s))                   the condition encoded given the sentence (§3.1, item 1)
+  cond-c  f(c; I(s)) - f(c; I(∅))      ... minus the condition's own embedding (eq. 1, the paper's best)
+  sent    f(s; I(c))                   the sentence encoded given the condition (§3.1, item 2)
+  sent-c  f(s; I(c)) - f(c; I(∅))      ... minus the same condition embedding (§4.2: "For each setting")
+and `plain`, f(s): the sentence alone (the unconditional cos(s1, s2) of Table 5), not a Table 1 setting, and
+the only one STS-B has (it has no conditions).
+
+Two input styles, as the paper's two encoder families (§4.2):
+  instruct  LLM encoders: the instruction I(·) and the text to encode joined as "Instruct: {I}\\nQuery: {text}",
+            the format NV-Embed-v2, SFR-Embedding-Mistral, gte-Qwen2-instruct and E5-instruct all document (the
+            paper names the instruction, not how it is joined: our choice). I(s) is the paper's sentence verbatim;
+            f(s; I(c)) swaps the two ("we swap the sentence and the condition"): our wording of the swap.
+  concat    MLM encoders (SimCSE rows): cond = CONC(c+s), sent = CONC(s+c), joined by one space, and f(c; I(∅))
+            the condition alone (the paper does not say how it concatenates: our choice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.config.settings import RunConfig
+from harness.types import Example
+
+TABLE1_SETTINGS = ("cond-c", "cond", "sent-c", "sent")  # Zhang et al. 2025, Table 1
+SETTINGS = (*TABLE1_SETTINGS, "plain")
+INPUT_STYLES = ("instruct", "concat")
+
+# Zhang et al. 2025, §3.1: I(s), and I(∅) for the condition's own embedding.
+COND_GIVEN_SENT = "Retrieve semantically similar texts to a given Condition, given the Sentence : {s}"
+SENT_GIVEN_COND = "Retrieve semantically similar texts to a given Sentence, given the Condition : {c}"  # the swap
+UNCONDITIONAL = "Retrieve semantically similar texts"
+
+
+def instructed(instruction: str, text: str) -> str:
+    return f"Instruct: {instruction}\nQuery: {text}"
+
+
+@dataclass(frozen=True)
+class Texts:
+    """What one side (sentence s under condition c) of an example needs embedded."""
+
+    cond: str  # f(c; I(s)) or CONC(c+s)
+    sent: str  # f(s; I(c)) or CONC(s+c)
+    base: str  # f(c; I(∅)) or c alone
+    plain: str  # s alone
+
+
+def texts_for(sentence: str, condition: str, style: str) -> Texts:
+    if style == "instruct":
+        return Texts(
+            instructed(COND_GIVEN_SENT.format(s=sentence), condition),
+            instructed(SENT_GIVEN_COND.format(c=condition), sentence),
+            instructed(UNCONDITIONAL, condition),
+            sentence,
+        )
+    if style == "concat":
+        return Texts(f"{condition} {sentence}", f"{sentence} {condition}", condition, sentence)
+    raise ValueError(f"unknown input style {style!r}")
+
+
+def settings_for(dataset: str) -> tuple[str, ...]:
+    """The settings a dataset has: STS-B has no condition, so only the plain sentence embedding."""
+    return SETTINGS if dataset == "csts" else ("plain",)
+
+
+def sides(example: Example, style: str) -> tuple[Texts, Texts]:
+    return texts_for(example.sentence1, example.condition, style), texts_for(
+        example.sentence2, example.condition, style
+    )
+
+
+def needed(example: Example, style: str, settings: tuple[str, ...]) -> set[str]:
+    """Every distinct text the settings need for this example."""
+    out: set[str] = set()
+    for t in sides(example, style):
+        for s in settings:
+            if s == "plain":
+                out.add(t.plain)
+            else:
+                out.add(t.cond if s.startswith("cond") else t.sent)
+                if s.endswith("-c"):
+                    out.add(t.base)
+    return out
+
+
+def vector_texts(t: Texts, setting: str) -> tuple[str, str | None]:
+    """(the text whose embedding the setting uses, the text whose embedding it subtracts, or None)."""
+    if setting == "plain":
+        return t.plain, None
+    main = t.cond if setting.startswith("cond") else t.sent
+    return main, t.base if setting.endswith("-c") else None
+
+
+def primary_setting(config: RunConfig) -> str:
+    """The setting whose cosines are the samples' predictions: --case-setting, else the paper's best (cond-c)."""
+    if config.dataset != "csts":
+        return "plain"
+    return config.embed.setting or "cond-c"
+
+
+def side_vectors(ex: Example, style: str, setting: str, vectors: Mapping[str, Any]) -> tuple[Any, Any] | str:
+    """The two vectors a setting compares for one example, or the text that has no embedding."""
+    out = []
+    for t in sides(ex, style):
+        main, minus = vector_texts(t, setting)
+        for text in (main, minus):
+            if text is not None and text not in vectors:
+                return text
+        out.append(vectors[main] - vectors[minus] if minus is not None else vectors[main])
+    return out[0], out[1]
