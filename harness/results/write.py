@@ -122,11 +122,11 @@ def write_run(
             (staging / "metrics.json").write_text(text, encoding="utf-8", errors=_ESCAPE)
         if test_predictions is not None:
             (staging / "test_predictions.json").write_text(strict.dumps(test_predictions) + "\n", encoding="utf-8")
-        for name, text in (extra_files or {}).items():  # e.g. answers.jsonl of the qa variants
-            if isinstance(text, bytes):  # e.g. the CASE projection's weights (harness/variants/case_ffn.py)
-                (staging / name).write_bytes(text)
+        for name, content in (extra_files or {}).items():  # e.g. answers.jsonl of the qa variants
+            if isinstance(content, bytes):  # e.g. the CASE projection's weights (harness/variants/case_ffn.py)
+                (staging / name).write_bytes(content)
             else:
-                (staging / name).write_text(text, encoding="utf-8", errors=_ESCAPE)
+                (staging / name).write_text(content, encoding="utf-8", errors=_ESCAPE)
         write_manifest(staging)  # last: sizes and digests of the files above, for readers to verify
     return Written(claimed.final, tuple(records))
 
