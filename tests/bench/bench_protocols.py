@@ -157,7 +157,8 @@ def main_bench() -> int:
     p.add_argument("--datasets", default="stsb", help="stsb, csts or both (csts: CSTS_DATA_DIR or --archive)")
     p.add_argument("--archive", help="C-STS csts.tar.enc (with --password-file)")
     p.add_argument("--password-file")
-    p.add_argument("--vllm-dtype", default="auto", help="vLLM's dtype (auto: bfloat16 on CPU)")
+    p.add_argument("--vllm-dtype", default="auto", help="the offline vLLM engine's dtype (auto: bfloat16 on CPU)")
+    p.add_argument("--vserve-dtype", default="auto", help="vllm serve's dtype (float32: hf's, to tell dtype apart)")
     p.add_argument("--chat", action="store_true", help="wrap prompts in the chat template (default: raw)")
     p.add_argument("--json-schema", action="store_true", help="also --constrain (json_schema) on llama.cpp")
     a = p.parse_args()
@@ -197,8 +198,13 @@ def main_bench() -> int:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
         shared_vllm_engine()
         both(["--model", MODEL, "--backend", "vllm", "--dtype", a.vllm_dtype], "vllm", ["--constrain"])
-    if "vserve" in chosen:
-        with vllm_serve(folder, a.work / "vserve", "--dtype", a.vllm_dtype) as server:
+    done = all(
+        (res / f"{ds}-vserve-{p}" / "samples.jsonl").is_file() for ds in datasets for p in ("expected", "constrained")
+    )
+    if "vserve" in chosen and done:  # nothing to run: no server to start (minutes)
+        both([], "vserve", ["--constrain"])
+    elif "vserve" in chosen:
+        with vllm_serve(folder, a.work / "vserve", "--dtype", a.vserve_dtype) as server:
             api = ["--backend", "openai", "--model", str(folder), "--base-url", server.base_url, "--concurrency", "8"]
             both(api, "vserve", ["--constrain"])
     for ds in datasets:

@@ -28,7 +28,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness.calling.backends import local_models  # noqa: E402
 from harness.calling.backends.vllm import VllmBackend  # noqa: E402
 from harness.config.settings import LocalOptions, RunConfig  # noqa: E402
 from harness.runner import prepare  # noqa: E402
@@ -70,6 +69,12 @@ def main_bench() -> int:
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--dtype", default="auto")
+    p.add_argument(
+        "--enforce-eager",
+        action="store_true",
+        help="no torch.compile at engine start (minutes on two busy cores); both paths share the engine, so the "
+        "ratio still compares them, but absolute speeds are eager mode's",
+    )
     a = p.parse_args()
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     import vllm
@@ -82,7 +87,7 @@ def main_bench() -> int:
     with PeakMemory() as memory:
         start = time.perf_counter()
         backend = VllmBackend(MODEL, LocalOptions(dtype=a.dtype), seed=0)
-        llm = vllm.LLM(**backend.engine_args())
+        llm = vllm.LLM(**backend.engine_args(), **({"enforce_eager": True} if a.enforce_eager else {}))
         started = time.perf_counter() - start
         backend._llm = llm  # the backend's own engine, built above from its own engine_args
         params = backend.sampling(requests)
@@ -111,7 +116,8 @@ def main_bench() -> int:
                 times["harness run"].append(time.perf_counter() - t0)
                 assert rc == 0
     plain = statistics.median(times["plain LLM.generate"])
-    print(f"\n## vLLM {vllm.__version__}, {MODEL}, dtype {a.dtype}, {a.n} STS-B prompts, {a.rounds} rounds\n")
+    eager = ", enforce_eager" if a.enforce_eager else ""
+    print(f"\n## vLLM {vllm.__version__}, {MODEL}, dtype {a.dtype}{eager}, {a.n} STS-B prompts, {a.rounds} rounds\n")
     print(f"engine start: {started:.1f} s; peak resident memory (process tree): {memory.peak / 2**30:.2f} GiB\n")
     print("| path | median s | rounds s | prompts/s | vs plain generate |")
     print("|---|---|---|---|---|")
@@ -123,10 +129,6 @@ def main_bench() -> int:
         f"\ntime to first result through the backend (median): {statistics.median(first):.2f} s (one call: all at once)"
     )
     return 0
-
-
-def _engine_folder() -> str:
-    return str(local_models.model_dir(MODEL))
 
 
 if __name__ == "__main__":
