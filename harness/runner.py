@@ -86,7 +86,12 @@ def prepare(config: RunConfig, shared: Shared | None = None) -> Prepared:
     queries = dataset.examples[: config.limit] if config.limit is not None else dataset.examples
     picker = shared.picker(config, as_filed)
     shots = tuple(picker.pick(q, config.shots) for q in queries)
-    return Prepared(dataset, queries, shots, variant.requests(config, queries, shots, renderer), renderer)
+    whole = Prepared(dataset, queries, shots, (), renderer)
+    if config.shard is not None:  # drawn for every query first, so a part's shots are the whole run's
+        k, n = config.shard
+        queries, shots = queries[k - 1 :: n], shots[k - 1 :: n]
+    requests = variant.requests(config, queries, shots, renderer)
+    return Prepared(dataset, queries, shots, requests, renderer, whole if config.shard is not None else None)
 
 
 def config_record(
@@ -94,6 +99,7 @@ def config_record(
 ) -> dict[str, Any]:
     """config.json: every setting, hashes of what produced the prompts, versions. No secrets."""
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(config).items()}
+    whole = prep.whole or prep  # a --shard part is identified as the whole run plus its part
     identity = {
         "dataset": config.dataset,
         "split": config.split,
@@ -107,20 +113,26 @@ def config_record(
         "subset": config.subset,
         "subset_seed": config.subset_seed,
         "variant": config.variant,
-        **variant_of(config).identity(config, prep),
+        **variant_of(config).identity(config, whole),
         **_decoding_identity(config),
         **({"shot_seed": config.shot_seed} if config.shot_seed is not None else {}),
-        **({"shots_hash": shots_hash(prep)} if any(prep.shots) else {}),
+        **({"shots_hash": shots_hash(whole)} if any(whole.shots) else {}),
         "template": prep.renderer.name,
         "template_hashes": prep.renderer.hashes(),
         "data_hashes": prep.dataset.file_hashes,
     }
     # Two runs with the same config_hash would send the same requests and score them the same way.
     config_hash = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    part: dict[str, Any] = {}
+    if config.shard is not None:  # its own hash (a sweep never reuses a part as the whole), and the whole's
+        k, n = config.shard
+        part = {"shard": {"part": k, "of": n, "whole_hash": config_hash, "whole_queries": len(whole.queries)}}
+        config_hash = hashlib.sha256(f"{config_hash} shard {k}/{n}".encode()).hexdigest()[:16]
     return {
         "settings": settings,
         **identity,
         "config_hash": config_hash,
+        **part,
         "label_range": list(variant_of(config).score_range(prep.dataset)),
         "n_queries": len(prep.queries),
         **(shared or Shared()).versions(),  # packages, git
@@ -166,7 +178,10 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
     """Evaluate one setting and write its run folder."""
     planned = planned or plan(config)
     prompt_name = variant_of(config).run_label(planned.prep)
-    name = config.run_id or make_run_id(config.dataset, _split_label(config), config.model, config.shots, prompt_name)
+    part = f"-part{config.shard[0]}of{config.shard[1]}" if config.shard is not None else ""
+    name = config.run_id or make_run_id(
+        config.dataset, _split_label(config), config.model, config.shots, prompt_name + part
+    )
     # Claimed before the first request: a results folder that cannot be written, or a --run-id in use,
     # fails here, with nothing sent; two runs started together get different folders.
     claimed = claim(config.results_dir, name, explicit=config.run_id is not None)

@@ -147,6 +147,7 @@ def _write_sweep(
             "split": base.split,
             "seed": base.seed,
             "limit": base.limit,
+            "shard": list(base.shard) if base.shard is not None else None,
             # Run folders are named relative to this folder's parent, so a moved results/ keeps working.
             "cells": [
                 {
@@ -165,5 +166,7 @@ def _write_sweep(
         if not base.dry_run:
             from harness.reporting.report import write_report  # deferred: matplotlib only when a sweep finishes
 
-            write_report([c.run_dir for c in results], staging / "report", loaded=written)
+            # One job's part of a --shard sweep: its own rows (`report` over every part's sweep merges them).
+            merge = base.shard is None
+            write_report([c.run_dir for c in results], staging / "report", loaded=written, merge=merge)
     return claimed.final

@@ -21,6 +21,14 @@ from harness.types import HarnessError
 REASONING = {"auto": None, "yes": True, "no": False}  # --reasoning's words for ApiOptions.reasoning
 
 
+def shard_arg(text: str) -> tuple[int, int]:
+    """argparse `type=` of --shard: "K/N" with 1 <= K <= N."""
+    k, sep, n = text.partition("/")
+    if not sep or not k.strip().isdigit() or not n.strip().isdigit() or not 1 <= int(k) <= int(n):
+        raise argparse.ArgumentTypeError(f"{text!r} is not K/N with 1 <= K <= N (e.g. 2/4)")
+    return int(k), int(n)
+
+
 class CommaList:
     """argparse `type=`: a single value converted as before (argparse words its errors), or a comma list ->
     a list of converted values, order kept, repeats dropped (a bad item is one HarnessError line)."""
@@ -112,6 +120,7 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         template=a.template,
         seed=a.seed,
         limit=a.limit,
+        shard=a.shard,
         labels=a.labels,
         subset=a.subset,
         subset_seed=a.subset_seed,

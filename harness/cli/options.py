@@ -12,7 +12,7 @@ from pathlib import Path
 from harness.calling.backends import BACKENDS
 from harness.calling.batch.options import add_batch_args
 from harness.cli.case_options import add_case_args
-from harness.cli.configs import REASONING, CommaList
+from harness.cli.configs import REASONING, CommaList, shard_arg
 from harness.cli.parser import Parser
 from harness.config.settings import (
     CONSTRAIN_MODES,
@@ -114,6 +114,8 @@ def run_parser() -> Parser:
     )
     p.add_argument("--seed", type=int, default=RunConfig.seed, help="seeds shot choice and the invalid-output fallback")
     p.add_argument("--limit", type=int, help="evaluate only the first N queries (default: all)")
+    p.add_argument("--shard", type=shard_arg, metavar="K/N", help="run the K-th of N deterministic parts of "
+                   "the queries (K-1, K-1+N, ...: a job of an array); `report` merges them (default: all)")  # fmt: skip
     p.add_argument("--labels", default=RunConfig.labels, help="original, reannotated (Tu et al. 2024) or a labels FILE")
     p.add_argument(
         "--subset",

@@ -87,6 +87,9 @@ class RunConfig:
     backend: str | None = None  # None: chosen from the model name
     seed: int = 0
     limit: int | None = None  # evaluate the first N queries only
+    # --shard K/N: the K-th of N deterministic parts of the queries (positions K-1, K-1+N, ...; 1-based K), for a
+    # job array; `report` merges the parts (harness/results/shards.py). None: every query.
+    shard: tuple[int, int] | None = None
     labels: str = "original"  # or "reannotated" (Tu et al. 2024, C-STS validation)
     variant: str = "sentences"  # "qa": score answers (Tu et al. 2024 Fig. 9); "qa-embed": cosine of answer embeddings
     answer_model: str | None = None  # qa variants: the model answering the questions (default: --model)

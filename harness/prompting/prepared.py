@@ -21,3 +21,6 @@ class Prepared:
     shots: tuple[tuple[Example, ...], ...]
     requests: tuple[Request, ...]
     renderer: PromptRenderer
+    # --shard K/N: the whole run's Prepared this part was cut from (its shots and count identify the whole run,
+    # harness/runner.py config_record); None: not a part.
+    whole: Prepared | None = None

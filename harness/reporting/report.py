@@ -21,6 +21,7 @@ from harness.reporting.tables import LAYOUT_METRICS
 from harness.results.manifest import ALTERED
 from harness.results.provenance import endpoints
 from harness.results.read import REASONS, Run, expand, load_run
+from harness.results.shards import merge_shards
 from harness.results.stage import staged
 from harness.scoring.metrics import METRICS, compute_metrics, pearson, spearman
 from harness.scoring.parsing import fallback_score
@@ -241,10 +242,12 @@ def write_report(
     published: list[Published] | None = None,
     loaded: Mapping[Path, Run] | None = None,
     shareable: bool = False,
+    merge: bool = True,
 ) -> Path:
     """Stage every report file (md, csv, tex, png, html), then rename the folder into place (replacing an old one).
     `loaded`: runs of these folders already in memory (a sweep's report does not read back what it just wrote).
-    `shareable`: C-STS prompts, replies and refusals left out (the release terms forbid sharing its text)."""
+    `shareable`: C-STS prompts, replies and refusals left out (the release terms forbid sharing its text).
+    `merge`: --shard parts merged into their whole run (off: each part its own row, as a sharded sweep's report)."""
     from harness.reporting.html import write_html
     from harness.reporting.markdown import render_report
     from harness.reporting.plots import plot_invalid, plot_spearman_vs_k
@@ -252,6 +255,9 @@ def write_report(
     from harness.reporting.sections import build_sections
 
     runs, notes = load_readable(expand(run_paths), loaded)  # unreadable folders skipped, copies shown once
+    if merge:  # --shard parts checked and merged into their whole run
+        runs, merged = merge_shards(runs)
+        notes = [*notes, *merged]
     if shareable:
         runs = [without_csts_text(run) for run in runs]
     table = build_table(runs, published, notes)

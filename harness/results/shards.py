@@ -1,0 +1,106 @@
+"""The parts of a run split with `--shard K/N` (a cluster's job array), merged back into the one run they cut up.
+
+A part holds the queries at positions K-1, K-1+N, ... of the whole run (harness/runner.py prepare), with the shots
+drawn for the whole run, and its config.json names the whole: `shard` = {part, of, whole_hash, whole_queries}.
+Parts are merged only when every one is as written (its manifest.json checked: results/manifest.py), all N are
+there once each, they agree on everything but the part, and together they hold each query once. The samples are
+put back in the whole run's order (position i came from part i mod N), so every number a report recomputes from
+them (metrics, bootstrap CIs, fallback spread) is the one-machine run's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from harness.results.manifest import VERIFIED, Integrity
+from harness.results.read import Run
+from harness.types import HarnessError
+
+# config.json keys that may differ between the parts of one run (the rest must be equal).
+PART_KEYS = ("config_hash", "shard", "n_queries", "settings", "packages", "git", "created")
+
+
+def merge_shards(runs: Sequence[Run]) -> tuple[list[Run], list[str]]:
+    """`runs` with the parts of each sharded run replaced by the merged run (where the first part was), and one
+    note per merge. A part that is altered or unverified, a missing or repeated part, or parts that disagree:
+    one HarnessError line naming the folder (merged numbers would not be the whole run's)."""
+    groups: dict[str, list[Run]] = {}
+    order: list[Run | str] = []
+    for run in runs:
+        shard = run.config.get("shard")
+        if not isinstance(shard, dict):
+            order.append(run)
+            continue
+        key = str(shard.get("whole_hash"))
+        if key not in groups:
+            order.append(key)
+        groups.setdefault(key, []).append(run)
+    merged = {key: _merge(parts) for key, parts in groups.items()}
+    out = [merged[x] if isinstance(x, str) else x for x in order]
+    notes = [_note(merged[k], groups[k]) for k in groups]
+    return out, notes
+
+
+def _note(merged: Run, parts: Sequence[Run]) -> str:
+    names = ", ".join(f"`{p.run_dir}`" for p in parts)
+    return f"`{merged.run_dir.name}` is {len(parts)} --shard parts merged (each checked against its manifest): {names}"
+
+
+def _merge(parts: Sequence[Run]) -> Run:
+    first = parts[0].config["shard"]
+    n, whole_hash, total = first.get("of"), first.get("whole_hash"), first.get("whole_queries")
+    by_part: dict[int, Run] = {}
+    for run in parts:
+        if run.integrity.status != VERIFIED:
+            raise HarnessError(
+                f"--shard part {run.run_dir} is {run.integrity.status} ({run.integrity.why}): not merged"
+            )
+        shard = run.config["shard"]
+        if (shard.get("of"), shard.get("whole_queries")) != (n, total) or _shared(run) != _shared(parts[0]):
+            raise HarnessError(f"--shard part {run.run_dir} is not a part of the same run as {parts[0].run_dir}")
+        k = shard.get("part")
+        if k in by_part:
+            raise HarnessError(f"--shard part {k}/{n} of run {whole_hash} twice: {by_part[k].run_dir}, {run.run_dir}")
+        if len(run.samples) != run.config.get("n_queries"):
+            raise HarnessError(f"--shard part {run.run_dir} holds {len(run.samples)} of its {run.config['n_queries']}")
+        by_part[k] = run
+    missing = [f"{k}/{n}" for k in range(1, int(n) + 1) if k not in by_part]
+    if missing:
+        raise HarnessError(f"run {whole_hash}: --shard part(s) {', '.join(missing)} missing (from {parts[0].run_dir})")
+    ordered = [by_part[k] for k in range(1, int(n) + 1)]
+    samples, extras = [], []
+    for i in range(int(total)):  # position i of the whole run: part i mod N, its (i // N)-th sample
+        run, j = ordered[i % int(n)], i // int(n)
+        if j >= len(run.samples):
+            raise HarnessError(f"run {whole_hash}: the parts hold fewer than its {total} queries")
+        samples.append(run.samples[j])
+        extras.append(run.extras[j])
+    if sum(len(r.samples) for r in ordered) != total or len({s.id for s in samples}) != total:
+        raise HarnessError(f"run {whole_hash}: the parts do not hold each of its {total} queries once")
+    return Run(
+        run_dir=ordered[0].run_dir.parent / f"{ordered[0].run_dir.name}+{int(n) - 1}-parts",
+        config=_whole_config(ordered[0].config, int(total)),
+        samples=tuple(samples),
+        stored_metrics=_stored(ordered),
+        extras=tuple(extras),
+        integrity=Integrity(VERIFIED, "", ""),
+    )
+
+
+def _shared(run: Run) -> dict[str, Any]:
+    return {k: v for k, v in run.config.items() if k not in PART_KEYS}
+
+
+def _whole_config(config: dict[str, Any], total: int) -> dict[str, Any]:
+    whole = {k: v for k, v in config.items() if k != "shard"}
+    whole["config_hash"] = config["shard"]["whole_hash"]
+    whole["n_queries"] = total
+    whole["settings"] = dict(config.get("settings") or {}) | {"shard": None}
+    return whole
+
+
+def _stored(parts: Sequence[Run]) -> dict[str, Any]:
+    """What the parts' metrics.json say about the whole run: nothing a report would check its recomputed
+    numbers against (each part's Spearman is its own), but a dry run stays a dry run."""
+    return {"dry_run": True} if all(p.stored_metrics.get("dry_run") for p in parts) else {}

@@ -1,0 +1,124 @@
+"""--shard K/N and `report` merging the parts (harness/results/shards.py), with the offline overlap baseline on the
+bundled STS-B validation split: fast, no model, the same numbers on every machine."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from scipy.stats import pearsonr, spearmanr
+
+from harness.cli.main import main
+
+RUN = ["--model", "overlap", "--dataset", "stsb", "--limit", "31", "--shots", "2", "--no-progress"]
+# report columns that name the folder, not the numbers
+FOLDER_COLUMNS = {"run", "run_dir"}
+
+
+def run(results: Path, *extra: str) -> Path:
+    before = set(results.iterdir()) if results.is_dir() else set()
+    assert main([*RUN, "--results-dir", str(results), *extra]) == 0
+    (made,) = set(results.iterdir()) - before
+    return made
+
+
+def report(out: Path, *folders: Path) -> list[dict[str, str]]:
+    assert main(["report", *map(str, folders), "--out", str(out)]) == 0
+    with (out / "runs.csv").open(encoding="utf-8") as f:
+        return [{k: v for k, v in row.items() if k not in FOLDER_COLUMNS} for row in csv.DictReader(f)]
+
+
+def samples(folder: Path) -> list[dict]:
+    return [json.loads(x) for x in (folder / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """One whole run and its three parts, the shots drawn from the published script's one stream (`reference`):
+    a draw that depends on the order of the queries, so a part that drew its own would differ."""
+    results = tmp_path_factory.mktemp("shards") / "results"
+    whole = run(results, "--shot-sampler", "reference")
+    parts = [run(results, "--shot-sampler", "reference", "--shard", f"{k}/3") for k in (1, 2, 3)]
+    return whole, parts
+
+
+def test_each_part_holds_every_third_query_with_the_whole_runs_prompt(runs: tuple[Path, list[Path]]) -> None:
+    whole, parts = runs
+    everything = samples(whole)
+    for k, part in enumerate(parts, start=1):
+        assert [(s["id"], s["prompt"], s["shot_ids"]) for s in samples(part)] == [
+            (s["id"], s["prompt"], s["shot_ids"]) for s in everything[k - 1 :: 3]
+        ]
+        shard = json.loads((part / "config.json").read_text())["shard"]
+        assert (shard["part"], shard["of"], shard["whole_queries"]) == (k, 3, 31)
+        assert shard["whole_hash"] == json.loads((whole / "config.json").read_text())["config_hash"]
+    assert "part2of3" in parts[1].name
+
+
+def test_report_merges_the_parts_into_the_whole_runs_numbers(
+    runs: tuple[Path, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    whole, parts = runs
+    (one,) = report(tmp_path / "whole", whole)
+    (merged,) = report(tmp_path / "parts", *reversed(parts))  # in any order
+    assert merged == one  # every number: n, invalid, Spearman, Pearson, CIs, fallback spread, ...
+    pred = [s["prediction"] for s in samples(whole)]
+    gold = [s["label"] for s in samples(whole)]
+    assert float(merged["spearman"]) == pytest.approx(100 * spearmanr(pred, gold)[0])
+    assert float(merged["pearson"]) == pytest.approx(100 * pearsonr(pred, gold)[0])
+    assert merged["n"] == "31"
+    assert "3 --shard parts merged" in (tmp_path / "parts" / "report.md").read_text(encoding="utf-8")
+    capsys.readouterr()
+
+
+def test_a_missing_part_is_refused_in_one_line(
+    runs: tuple[Path, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, parts = runs
+    capsys.readouterr()
+    assert main(["report", str(parts[0]), str(parts[2]), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "part(s) 2/3 missing" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_altered_part_is_refused_not_merged(
+    runs: tuple[Path, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, parts = runs
+    copy = tmp_path / parts[1].name
+    copy.mkdir()
+    for f in parts[1].iterdir():
+        if f.is_file():
+            (copy / f.name).write_bytes(f.read_bytes())
+    lines = (copy / "samples.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0]) | {"prediction": 5.0}
+    (copy / "samples.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["report", str(parts[0]), str(copy), str(parts[2]), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    last = err.splitlines()[-1]  # after load_readable's warning about the altered folder
+    assert last.startswith("error: --shard part ") and f"{copy} is altered" in last
+
+
+def test_a_sharded_sweep_reports_as_the_one_machine_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    grid = ["--model", "overlap", "--dataset", "stsb", "--limit", "12", "--shots", "0,2", "--no-progress"]
+    for name, extra in (("whole", []), ("a", ["--shard", "1/2"]), ("b", ["--shard", "2/2"])):
+        assert main([*grid, "--results-dir", str(tmp_path / name), *extra]) == 0
+    sweeps = {name: next((tmp_path / name).glob("sweep-*")) for name in ("whole", "a", "b")}
+    one = report(tmp_path / "r1", sweeps["whole"])
+    merged = report(tmp_path / "r2", sweeps["a"], sweeps["b"])
+    assert len(one) == 2 and merged == one
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("bad", ["4/3", "0/3", "2", "a/b", "1/0"])
+def test_a_bad_shard_is_one_error_line_and_writes_nothing(
+    bad: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*RUN, "--results-dir", str(tmp_path / "results"), "--shard", bad]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "K/N" in err
+    assert not (tmp_path / "results").exists()

