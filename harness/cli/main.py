@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import difflib
 import signal
 import sys
@@ -252,12 +253,24 @@ def _on_sigterm() -> signal.Handlers | Any | None:
     """Turn SIGTERM into Terminated while main() runs (only possible in the main thread)."""
 
     def handler(signum: int, frame: object) -> None:
-        raise Terminated
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop: stop where the program is, as Ctrl-C does
+            raise Terminated from None
+        # Inside an event loop the frame is some task's or transport callback's: raised there, asyncio records it
+        # on that task or transport and prints "Task exception was never retrieved" or "Fatal error on
+        # transport" tracebacks. Raised from a callback of its own it leaves the loop as Ctrl-C would, and the
+        # loop's runner cancels the tasks left, which close their connections and caches.
+        loop.call_soon_threadsafe(_raise_terminated)
 
     try:
         return signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread
         return None
+
+
+def _raise_terminated() -> None:
+    raise Terminated
 
 
 def unknown_command(word: str) -> str:
