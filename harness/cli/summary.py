@@ -4,7 +4,7 @@ and for API runs cache, cost and failed-request warnings (stderr)."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -29,12 +29,22 @@ def metrics_line(m: dict[str, Any], keys: Sequence[str]) -> str:
 
 
 def print_dry_run(m: dict[str, Any]) -> None:
-    cost = f"${m['max_cost_usd']:.4f}" if m.get("max_cost_usd") is not None else "unknown (no price for model)"
-    if m.get("max_cost_batch_usd") is not None:
-        cost += f" one by one, ${m['max_cost_batch_usd']:.4f} with --batch"
+    from harness.calling.estimate import dry_run_cost
+
     print(
         f"dry run: {m['requests']} requests, {m['prompt_tokens']} prompt tokens ({m['token_count']}), "
-        f"at most {m['max_output_tokens']} output tokens; cost at most {cost}; no model called"
+        f"at most {m['max_output_tokens']} output tokens; cost at most {dry_run_cost(m)}; no model called"
+    )
+
+
+def print_dry_run_total(estimates: Sequence[Mapping[str, Any]], what: str) -> None:
+    """One line under a sweep's or a recipe's dry runs: what all of them would cost together."""
+    from harness.calling.estimate import dry_run_cost, dry_run_total
+
+    t = dry_run_total(estimates)
+    print(
+        f"dry run total ({what}): {t['requests']} requests, {t['prompt_tokens']} prompt tokens, at most "
+        f"{t['max_output_tokens']} output tokens; cost at most {dry_run_cost(t)}; no model called"
     )
 
 

@@ -4,6 +4,7 @@ options a model cannot take refused, and a dry run refusing what the real run wo
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,11 @@ from harness.cli.main import main
 from tests.fake_server import FakeServer
 
 DRY = ["--dataset", "stsb", "--limit", "5", "--dry-run", "--no-progress"]
+
+
+def up(cost: float) -> float:
+    """A dry run's figure: each run's cost rounded up to 1/100 cent (an upper bound --max-cost can be set to)."""
+    return math.ceil(cost * 1e4 - 1e-9) / 1e4
 
 
 def one_error(capsys: pytest.CaptureFixture[str]) -> str:
@@ -70,7 +76,7 @@ def test_reasoning_effort_on_a_model_that_takes_none_is_refused(
     model: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["--model", model, "--reasoning-effort", "low", *DRY, "--results-dir", str(tmp_path)]) == 2
-    assert one_error(capsys).startswith(f"error: --reasoning-effort low: only OpenAI's reasoning models")
+    assert one_error(capsys).startswith("error: --reasoning-effort low: only OpenAI's reasoning models")
     assert main(["--model", "o3", "--reasoning-effort", "low", *DRY, "--results-dir", str(tmp_path)]) == 0
 
 
@@ -93,3 +99,50 @@ def test_a_dry_run_refuses_a_local_model_path_that_does_not_exist(
     (tmp_path / "path" / "to" / "checkpoint").mkdir(parents=True)
     assert main(["--model", "path/to/checkpoint", *argv]) == 0  # the directory, once it exists
     assert main(["--model", "HuggingFaceTB/SmolLM2-135M-Instruct", *argv]) == 0  # a hub id: fetched when run
+
+
+def test_a_dry_run_sweep_prices_each_cell_and_the_total_and_names_no_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--model", "gpt-4o", "--shots", "0,2", "--instr", "none,long", *DRY, "--results-dir", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "html:" not in out and "index.html" not in out and not list(tmp_path.glob("*/report"))
+    price = price_for("gpt-4o")
+    assert price is not None
+    cells, total = [line for line in out.splitlines() if line.startswith("[")], [0, 0, 0.0, 0.0]
+    assert len(cells) == 4
+    for line in cells:  # each cell's own numbers, as its metrics.json holds them, priced from the table here
+        m = json.loads((Path(line.split(" -> ")[1]) / "metrics.json").read_text())
+        tokens_in, tokens_out = m["prompt_tokens"], m["max_output_tokens"]
+        one, batched = up(price.cost(tokens_in, tokens_out)), up(price.batch().cost(tokens_in, tokens_out))
+        assert (
+            f"dry run, 5 requests, {tokens_in} prompt tokens, at most {tokens_out} output tokens; "
+            f"at most ${one:.4f} one by one, ${batched:.4f} with --batch -> "
+        ) in line
+        total = [total[0] + tokens_in, total[1] + tokens_out, total[2] + one, total[3] + batched]
+    assert out.splitlines()[-1] == (
+        f"dry run total (4 cells): 20 requests, {total[0]} prompt tokens, at most {total[1]} output tokens; cost at "
+        f"most ${total[2]:.4f} one by one, ${total[3]:.4f} with --batch; no model called"
+    )
+
+
+def test_a_dry_run_recipe_of_several_runs_prints_the_whole_files_cost_and_no_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "two.toml"
+    config.write_text('dataset = "stsb"\nlimit = 5\n[[runs]]\nshots = 0\n[[runs]]\nshots = 2\ninstr = "none,long"\n')
+    argv = ["--config", str(config), "--model", "gpt-4o", "--dry-run", "--results-dir", str(tmp_path / "r")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "html:" not in out and not list((tmp_path / "r").glob("two-*"))
+    estimates = [json.loads(p.read_text()) for p in (tmp_path / "r").glob("stsb-*/metrics.json")]
+    price = price_for("gpt-4o")
+    assert price is not None and len(estimates) == 3
+    tokens = [(m["prompt_tokens"], m["max_output_tokens"]) for m in estimates]
+    one, batched = sum(up(price.cost(*t)) for t in tokens), sum(up(price.batch().cost(*t)) for t in tokens)
+    assert out.splitlines()[-1] == (
+        f"dry run total (2 runs, 3 cells): 15 requests, {sum(t[0] for t in tokens)} prompt tokens, at most "
+        f"{sum(t[1] for t in tokens)} output tokens; cost at most ${one:.4f} one by one, ${batched:.4f} with "
+        "--batch; no model called"
+    )
