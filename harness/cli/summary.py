@@ -51,10 +51,14 @@ def print_dry_run_total(estimates: Sequence[Mapping[str, Any]], what: str) -> No
 def print_summary(m: dict[str, Any], model: str | None = None) -> None:
     from harness.calling.backends.offline import BASELINE_NOTES
     from harness.scoring.metrics import METRICS
+    from harness.scoring.stats import small_run_note
 
     print((f"{model}: " if model else "") + metrics_line(m, [*HEADLINE, *METRICS, "errors"]))
     if model in BASELINE_NOTES:
         print(f"note: {BASELINE_NOTES[model]}")
+    small = small_run_note(m["n"], m.get("spearman")) if isinstance(m.get("n"), int) else None
+    if small is not None:
+        print(f"note: {small} (the report, `run_eval.py report RUN`, shows its 95% bootstrap CI)")
     if m.get("reasons"):
         print("reasons: " + "  ".join(f"{k}={v}" for k, v in m["reasons"].items()))
     if "invalid_strict_pct" in m:
