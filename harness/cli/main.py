@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.calling.batch.options import EXIT_BATCH_PENDING
+from harness.cli.compare_cmd import cmd_compare
 from harness.cli.config_file import split_config
 from harness.cli.configs import config_from_args, grid_from_args
 from harness.cli.errors import cmd_errors
@@ -147,25 +148,6 @@ def cmd_sweep(base: RunConfig, grid: dict[str, list[Any]]) -> tuple[int, list[Pa
     html = result.sweep_dir / "report" / "index.html"
     print(f"html: {html.resolve()}")  # last: the page to open
     return (EXIT_INCOMPLETE if result.failed else 0), run_dirs, html
-
-
-def compare_parser() -> Parser:
-    p = Parser(prog="run_eval.py compare", description="Paired comparison of two runs on the items both answered.")
-    p.add_argument("run_a", type=Path, help="run folder A (differences are A - B)")
-    p.add_argument("run_b", type=Path, help="run folder B")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
-    return p
-
-
-def cmd_compare(argv: Sequence[str]) -> int:
-    from harness.reporting.compare import compare_runs
-
-    a = compare_parser().parse_args(argv)
-    if a.resamples < 1:
-        raise HarnessError(f"--resamples must be at least 1, got {a.resamples}")
-    print(compare_runs(a.run_a, a.run_b, a.resamples, a.seed), end="")
-    return 0
 
 
 def overlap_parser() -> Parser:
