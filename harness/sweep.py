@@ -9,11 +9,12 @@ import itertools
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.calling.estimate import dry_run_cost
 from harness.config.settings import RunConfig
 from harness.results.claims import claim
 from harness.results.read import Run, finished_runs, written_run
@@ -34,6 +35,7 @@ class Cell:
     run_dir: Path
     reused: bool
     errors: int = 0  # requests that failed for good (a reused cell has none)
+    estimate: Mapping[str, Any] | None = field(default=None, compare=False)  # a dry run's tokens and cost
 
     @property
     def label(self) -> str:
@@ -71,7 +73,7 @@ def run_sweep(base: RunConfig, grid: Mapping[str, Sequence[Any]], log: Callable[
 def _run_sweep(
     base: RunConfig, grid: Mapping[str, Sequence[Any]], configs: list[RunConfig], log: Callable[[str], None]
 ) -> SweepResult:
-    from harness.runner import Shared, plan, run
+    from harness.runner import Shared, plan
 
     # Planning every cell up front catches a bad template, split or model before any request is sent. The
     # cells share their data (decrypted and parsed once), shot draws, templates and provenance.
@@ -84,8 +86,39 @@ def _run_sweep(
 
         todo = [p for p, h in zip(planned, hashes, strict=True) if h not in done and p.prep.requests]
         prefetch([(p.backend, p.prep.requests, p.price) for p in todo if p.backend is not None], base)
-    results = []
+    results: list[Cell] = []
     written: dict[Path, Run] = {}  # the runs made here, as the report would read them back from their folders
+    try:
+        _run_cells(base, configs, planned, hashes, done, results, written, log)
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: the cells run so far are kept, and reused by a rerun
+        raise SweepInterrupted(e, tuple(c for c in results if not base.dry_run)) from e
+    sweep_dir = _write_sweep(base, grid, results, written)
+    return SweepResult(sweep_dir, tuple(results))
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by a signal (`signal`: the KeyboardInterrupt it raised): its finished cells' folders stay,
+    and the same command reuses them; the cell that was running wrote nothing, and no sweep folder was written."""
+
+    def __init__(self, signal: KeyboardInterrupt, kept: tuple[Cell, ...]) -> None:
+        super().__init__()
+        self.signal, self.kept = signal, kept
+
+
+def _run_cells(
+    base: RunConfig,
+    configs: list[RunConfig],
+    planned: list[Any],
+    hashes: list[str],
+    done: dict[str, Path],
+    results: list[Cell],
+    written: dict[Path, Run],
+    log: Callable[[str], None],
+) -> None:
+    """Each cell in turn: reused where a finished run has its settings, else run with its plan (`results` and
+    `written` grow as cells finish, so an interrupted sweep knows what it kept)."""
+    from harness.runner import run
+
     for i, (config, planned_cell, config_hash) in enumerate(zip(configs, planned, hashes, strict=True), start=1):
         label = f"[{i}/{len(configs)}] {Cell(config, config_hash, Path(), False).label}"
         if config_hash in done:
@@ -99,9 +132,8 @@ def _run_sweep(
                 result.run_dir, result.config, result.records, result.metrics, result.samples
             )
         log(f"{label}: {_summary(result.metrics)}{_baseline_note(config.model)} -> {result.run_dir}")
-        results.append(Cell(config, config_hash, result.run_dir, False, int(result.metrics.get("errors") or 0)))
-    sweep_dir = _write_sweep(base, grid, results, written)
-    return SweepResult(sweep_dir, tuple(results))
+        errors, estimate = int(result.metrics.get("errors") or 0), result.metrics if base.dry_run else None
+        results.append(Cell(config, config_hash, result.run_dir, False, errors, estimate))
 
 
 @contextlib.contextmanager
@@ -118,8 +150,11 @@ def _fewer_full_collections() -> Iterator[None]:
 
 
 def _summary(metrics: dict[str, Any]) -> str:
-    if metrics.get("dry_run"):
-        return f"dry run, {metrics['requests']} requests"
+    if metrics.get("dry_run"):  # what the cell would cost: the sweep's total follows its last cell
+        return (
+            f"dry run, {metrics['requests']} requests, {metrics['prompt_tokens']} prompt tokens, at most "
+            f"{metrics['max_output_tokens']} output tokens; at most {dry_run_cost(metrics)}"
+        )
     parts = [f"invalid={metrics['invalid_pct']:.1f}%"] if metrics.get("invalid_pct") is not None else []
     for k in ("spearman", "pearson"):  # a correlation that could mislead carries its note, as on the run's line
         value, note = metrics.get(k), metrics.get(f"{k}_note")

@@ -61,3 +61,22 @@ def dry_run_estimate(steps: Sequence[Step], price: Price | None, notes: Mapping[
 def _up(cost: float) -> float:
     """Rounded up to 1/100 cent, so that --max-cost set to this figure sends every request (calling/budget.py)."""
     return math.ceil(cost * 1e4 - 1e-9) / 1e4
+
+
+def dry_run_cost(m: Mapping[str, Any]) -> str:
+    """What a dry run's requests cost at most: one by one and with --batch (where the provider has a batch price)."""
+    cost = f"${m['max_cost_usd']:.4f}" if m.get("max_cost_usd") is not None else "unknown (no price for model)"
+    if m.get("max_cost_batch_usd") is not None:
+        cost += f" one by one, ${m['max_cost_batch_usd']:.4f} with --batch"
+    return cost
+
+
+def dry_run_total(estimates: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Several dry runs' estimates (a sweep's cells, a recipe's runs) summed; a cost is None where a run has no
+    price (its tokens are still counted)."""
+    counts = ("requests", "prompt_tokens", "max_output_tokens")
+    total: dict[str, Any] = {k: sum(m[k] for m in estimates) for k in counts}
+    for k in ("max_cost_usd", "max_cost_batch_usd"):
+        costs = [m.get(k) for m in estimates]
+        total[k] = None if None in costs else round(sum(costs), 4)  # type: ignore[arg-type]
+    return total

@@ -4,7 +4,9 @@ price, the prompt-token count behind --dry-run and --max-cost, and what a run's 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,12 +69,36 @@ def _read(path: Path) -> dict[str, Any]:
     return table
 
 
+# What a provider appends to a model's name for one of its snapshots: dates (gpt-4o-2024-08-06,
+# claude-3-5-sonnet-20241022), short dates (gpt-4-0613) and aliases (-latest, -preview).
+_SNAPSHOT = re.compile(r"(-(\d+|latest|preview))+")
+# How close a name must be to a priced one to be taken for its typo (gpt-4o-mnii 0.91, o3-mni 0.92,
+# claude-sonnet-4.6 0.94) while other models' names pass (gpt-5.1 and gpt-4.5 are 0.86 from gpt-4.1).
+TYPO_CUTOFF = 0.88
+
+
 def _match(model: str, names: list[str]) -> str | None:
-    """The exact entry, else the longest entry the name extends at a '-' (gpt-4o-2024-08-06 -> gpt-4o)."""
+    """The exact entry, else the longest entry the name extends by a snapshot suffix (gpt-4o-2024-08-06 ->
+    gpt-4o); not one it extends by other words (gpt-4o-mnii is no gpt-4o, gpt-4o-audio-preview costs more)."""
     if model in names:
         return model
-    candidates = [n for n in names if model.startswith(n + "-")]
+    candidates = [n for n in names if model.startswith(n + "-") and _SNAPSHOT.fullmatch(model[len(n) :])]
     return max(candidates, key=len) if candidates else None
+
+
+def check_model_name(model: str, user_file: Path | None = None) -> None:
+    """A hosted API's model name: one that is not in the price table (nor a snapshot of an entry) but within a
+    typo of an entry is refused with that entry, before it is sent or priced as something else. Names far
+    from every entry (a fine-tune, a newer model) pass, unpriced, as before."""
+    names = [n for path in ([user_file] if user_file else []) + [PRICES_FILE] for n in _read(path)["models"]]
+    if _match(model, names) is not None:
+        return
+    close = difflib.get_close_matches(model, names, n=1, cutoff=TYPO_CUTOFF)
+    if close:
+        raise HarnessError(
+            f"unknown model {model!r}: did you mean {close[0]!r}? (names are checked against the price table, "
+            "harness/data/prices.json; a model missing from it: pass --prices FILE with its price)"
+        )
 
 
 def price_for(model: str, user_file: Path | None = None) -> Price | None:

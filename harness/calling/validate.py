@@ -7,16 +7,21 @@ harness/variants/validate.py's."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from harness.calling.backends import BACKENDS, Description, described
-from harness.calling.pricing import price_for
+from harness.calling.backends.openai_names import default_chat, is_reasoning_model
+from harness.calling.pricing import check_model_name, price_for
 from harness.config.paper import truncation
 from harness.config.settings import RunConfig
 from harness.scoring.reasoning import parse_tags
 from harness.types import HarnessError
 
 LOCAL_PATH = ("/", "./", "../", "~")  # a --model that names a directory rather than a hub id
+# A hub id as huggingface_hub's validate_repo_id accepts it: a name, or namespace/name, of word characters,
+# '-' and '.'; anything else that is not a directory fails in from_pretrained, so it fails here, dry runs too.
+HUB_ID = re.compile(r"(?:[\w.-]+/)?[\w.-]{1,96}")
 ANTHROPIC_MIN_THINKING = 1024  # the API's smallest thinking.budget_tokens
 
 
@@ -35,12 +40,34 @@ def check_model(config: RunConfig, model: str, name: str, generates: bool) -> No
     local_path = d.kind in ("engine", "embedder") and model.startswith(LOCAL_PATH)
     if local_path and not Path(model).expanduser().is_dir():
         raise HarnessError(f"no model directory at {model} (pass a local directory or a hub id)")
+    if d.kind in ("engine", "embedder") and not HUB_ID.fullmatch(model) and not Path(model).expanduser().is_dir():
+        raise HarnessError(f"no model directory at {model}, and it is no hub id (NAME or NAMESPACE/NAME)")
     if d.remote and config.api.max_cost is not None and price_for(model, config.api.prices) is None:
         raise HarnessError(f"--max-cost needs a price for {model!r}: none in the package table; pass --prices FILE")
     if model == config.model and truncation(config.truncate_input, model) is not None and name != "hf":
         raise HarnessError(f"--truncate-input: only the hf backend truncates prompts ({model} runs on {name})")
+    if d.remote and not config.api.base_urls:  # a --base-url server's names are its own
+        check_model_name(model, config.api.prices)
     if generates and d.kind != "baseline":  # baselines read the prompt as text: no template, no stop sequences
         check_decoding(config, name, d)
+        check_reasoning(config, model, name)
+
+
+def check_reasoning(config: RunConfig, model: str, name: str) -> None:
+    """Reasoning options the model cannot take are refused rather than sent (and rejected) or dropped."""
+    api = config.api
+    hosted = name == "openai" and default_chat(model, api.base_urls)  # OpenAI's own names: thinking.py
+    if hosted and is_reasoning_model(model) and api.reasoning is False:
+        raise HarnessError(
+            f"--reasoning no: {model} is one of OpenAI's reasoning models, which always reason and reject the "
+            "max_tokens and temperature a plain request sends; leave --reasoning out (docs/reasoning.md)"
+        )
+    reasons = is_reasoning_model(model) if api.reasoning is None else api.reasoning
+    if api.reasoning_effort is not None and not (hosted and reasons):
+        raise HarnessError(
+            f"--reasoning-effort {api.reasoning_effort}: only OpenAI's reasoning models (o1, o3, o4-mini, gpt-5 ...) "
+            f"take reasoning_effort; {model} on the {name} backend would not be sent it"
+        )
 
 
 def check_decoding(config: RunConfig, name: str, d: Description) -> None:

@@ -7,12 +7,15 @@ with one line and nothing sent or written.
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from harness.cli.config_file import load, recipe_names
 from harness.cli.options import run_parser
+from harness.cli.summary import print_dry_run_total
 from harness.types import HarnessError
 
 Execute = Callable[[argparse.Namespace], tuple[int, list[Path], Path | None]]
@@ -64,7 +67,8 @@ def run_config_file(name: str, command_line: Sequence[str], execute: Execute) ->
     from harness.reporting.report import write_report
     from harness.results.write import write_atomic
 
-    if len(runs) > 1:  # several runs: one report over all of them (a single sweep has its own already)
+    dry = bool(runs[0].dry_run)  # no report then: the dry runs' folders hold estimates, not results
+    if len(runs) > 1 and not dry:  # several runs: one report over all of them (a single sweep has its own already)
         stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         html = write_report(run_dirs, Path(runs[0].results_dir) / f"{Path(name).stem}-{stamp}") / "index.html"
     if source is not None:
@@ -72,6 +76,14 @@ def run_config_file(name: str, command_line: Sequence[str], execute: Execute) ->
         print(f"\n{table}", end="")
         if html is not None and len(runs) > 1:
             write_atomic(html.parent / "recipe.md", table)
-    if html is not None:
+    if dry and len(runs) > 1:  # each sweep printed its own total: the whole file's last
+        print_dry_run_total([_estimate(d) for d in run_dirs], f"{len(runs)} runs, {len(run_dirs)} cells")
+    elif html is not None:
         print(f"html: {html.resolve()}")  # last, as after any sweep: the page to open
     return code
+
+
+def _estimate(run_dir: Path) -> dict[str, Any]:
+    """A dry run's tokens and cost, from the metrics.json its folder holds."""
+    estimate: dict[str, Any] = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    return estimate

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import difflib
 import signal
 import sys
@@ -11,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.calling.batch.options import EXIT_BATCH_PENDING
+from harness.cli.compare_cmd import cmd_compare
 from harness.cli.config_file import split_config
 from harness.cli.configs import config_from_args, grid_from_args
 from harness.cli.errors import cmd_errors
 from harness.cli.options import Parser, add_data_args, run_parser
 from harness.cli.reannotate import cmd_reannotate
 from harness.cli.report_cmd import cmd_report  # report_cmd loads the report's modules when it runs
-from harness.cli.summary import print_dry_run, print_summary, qa_embed_yardstick
+from harness.cli.summary import print_dry_run, print_dry_run_total, print_summary, qa_embed_yardstick
 from harness.config.settings import RunConfig
 from harness.inputs import check_output, disk_full
 from harness.types import HarnessError
@@ -142,28 +144,12 @@ def cmd_sweep(base: RunConfig, grid: dict[str, list[Any]]) -> tuple[int, list[Pa
             "command to retry them (finished cells are reused)",
             file=sys.stderr,
         )
+    if base.dry_run:  # no report is written: the cost of the whole sweep instead of a page to open
+        print_dry_run_total([c.estimate for c in result.cells if c.estimate is not None], f"{len(result.cells)} cells")
+        return 0, run_dirs, None
     html = result.sweep_dir / "report" / "index.html"
     print(f"html: {html.resolve()}")  # last: the page to open
     return (EXIT_INCOMPLETE if result.failed else 0), run_dirs, html
-
-
-def compare_parser() -> Parser:
-    p = Parser(prog="run_eval.py compare", description="Paired comparison of two runs on the items both answered.")
-    p.add_argument("run_a", type=Path, help="run folder A (differences are A - B)")
-    p.add_argument("run_b", type=Path, help="run folder B")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
-    return p
-
-
-def cmd_compare(argv: Sequence[str]) -> int:
-    from harness.reporting.compare import compare_runs
-
-    a = compare_parser().parse_args(argv)
-    if a.resamples < 1:
-        raise HarnessError(f"--resamples must be at least 1, got {a.resamples}")
-    print(compare_runs(a.run_a, a.run_b, a.resamples, a.seed), end="")
-    return 0
 
 
 def overlap_parser() -> Parser:
@@ -231,15 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"batches pending: {e}", file=sys.stderr)
         return EXIT_BATCH_PENDING
     except KeyboardInterrupt as e:
-        # No results folder was written. Answers from API and local models that reached the response
-        # cache before the signal are reused by a rerun; offline baselines and --no-cache keep nothing.
-        signal_name = "SIGTERM" if isinstance(e, Terminated) else "SIGINT"
-        print(
-            f"error: interrupted ({signal_name}); no results were written; answers already in the response "
-            "cache are reused when the same command runs again",
-            file=sys.stderr,
-        )
-        return EXIT_SIGTERM if isinstance(e, Terminated) else EXIT_SIGINT
+        print(interrupted(e), file=sys.stderr)
+        return EXIT_SIGTERM if isinstance(getattr(e, "signal", e), Terminated) else EXIT_SIGINT
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -254,12 +233,46 @@ def _on_sigterm() -> signal.Handlers | Any | None:
     """Turn SIGTERM into Terminated while main() runs (only possible in the main thread)."""
 
     def handler(signum: int, frame: object) -> None:
-        raise Terminated
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop: stop where the program is, as Ctrl-C does
+            raise Terminated from None
+        # Inside an event loop the frame is some task's or transport callback's: raised there, asyncio records it
+        # on that task or transport and prints "Task exception was never retrieved" or "Fatal error on
+        # transport" tracebacks. Raised from a callback of its own it leaves the loop as Ctrl-C would, and the
+        # loop's runner cancels the tasks left, which close their connections and caches.
+        loop.call_soon_threadsafe(_raise_terminated)
 
     try:
         return signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread
         return None
+
+
+def interrupted(e: KeyboardInterrupt) -> str:
+    """The line a signal ends the command with: what was kept. The run that was going wrote no folder; answers
+    from API and local models that reached the response cache before the signal are reused by a rerun
+    (offline baselines and --no-cache keep nothing); a sweep's finished cells are kept (harness/sweep.py)."""
+    from harness.sweep import SweepInterrupted
+
+    cause = e.signal if isinstance(e, SweepInterrupted) else e
+    written = "no results were written"
+    if isinstance(e, SweepInterrupted):
+        kept = ", ".join(str(c.run_dir) for c in e.kept)
+        written = (
+            f"the sweep's {len(e.kept)} finished cells are kept and reused by the same command ({kept}); the cell "
+            "that was running and the sweep's report were not written"
+            if e.kept
+            else "no cell of the sweep had finished: no results were written"
+        )
+    return (
+        f"error: interrupted ({'SIGTERM' if isinstance(cause, Terminated) else 'SIGINT'}); {written}; answers "
+        "already in the response cache are reused when the same command runs again"
+    )
+
+
+def _raise_terminated() -> None:
+    raise Terminated
 
 
 def unknown_command(word: str) -> str:

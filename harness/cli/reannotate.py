@@ -12,6 +12,7 @@ from typing import Any
 from harness.cli.options import Parser, add_api_args, add_data_args, add_local_args
 from harness.config.settings import RunConfig
 from harness.inputs import check_output
+from harness.types import HarnessError
 
 EXIT_INCOMPLETE = 3  # as a run: files written, some requests failed; the same command again retries only those
 
@@ -28,6 +29,7 @@ def reannotate_parser() -> Parser:
     p.add_argument("--model", required=True, help="required: the model that re-annotates (any backend's)")
     p.add_argument("--backend", help="its backend (default: implied by the model name)")
     p.add_argument("--out", type=Path, required=True, help="required: the labels file to write (TSV)")
+    p.add_argument("--overwrite", action="store_true", help="replace --out and its two sidecar files if they exist")
     p.add_argument("--split", default="validation", help="C-STS split: train, validation or test")
     p.add_argument("--limit", type=int, help="only the split's first N rows (default: all)")
     p.add_argument(
@@ -103,6 +105,11 @@ def cmd_reannotate(argv: Sequence[str]) -> int:
     replies_file, agreement_file = sidecars(a.out)
     for path in (replies_file, agreement_file):
         check_output(path, "a file beside --out", directory=False)
+    existing = [str(p) for p in (a.out, replies_file, agreement_file) if p.exists()]
+    if existing and not a.overwrite:  # a labels file may be hours of paid replies: never replaced unasked
+        raise HarnessError(
+            f"--out: {', '.join(existing)} already exists: pass another --out, or --overwrite to replace it"
+        )
     config = RunConfig(
         model=a.model,
         backend=a.backend,
@@ -179,8 +186,8 @@ def print_agreement(r: dict[str, Any]) -> None:
     print(
         f"reannotate ({r['model']}, {r['split']}): {r['rows']} rows x {r['repeats']} repeats; "
         f"{r['labelled']} labelled; rating replies: {rc['replies']}, invalid {invalid} "
-        f"(invalid-json {rc['invalid-json']}, bad-field {rc['bad-field']}, embedded {rc['embedded']}, "
-        f"errors {rc['error']})"
+        f"(invalid-json {rc['invalid-json']}, bad-field {rc['bad-field']}, echo {rc['echo']}, "
+        f"embedded {rc['embedded']}, errors {rc['error']})"
     )
     if "conditions" in r:
         c = r["conditions"]

@@ -14,8 +14,9 @@ DOCS_OPTIONS = Path(__file__).parents[2] / "docs" / "options.md"
 
 def _parsers() -> list[tuple[str, Parser]]:
     from harness.cli.batches import batches_parser
+    from harness.cli.compare_cmd import compare_parser
     from harness.cli.errors import errors_parser
-    from harness.cli.main import compare_parser, data_report_parser, extract_parser, overlap_parser
+    from harness.cli.main import data_report_parser, extract_parser, overlap_parser
     from harness.cli.options import run_parser
     from harness.cli.reannotate import reannotate_parser
     from harness.cli.report_cmd import report_parser

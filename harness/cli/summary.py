@@ -4,7 +4,7 @@ and for API runs cache, cost and failed-request warnings (stderr)."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -29,22 +29,36 @@ def metrics_line(m: dict[str, Any], keys: Sequence[str]) -> str:
 
 
 def print_dry_run(m: dict[str, Any]) -> None:
-    cost = f"${m['max_cost_usd']:.4f}" if m.get("max_cost_usd") is not None else "unknown (no price for model)"
-    if m.get("max_cost_batch_usd") is not None:
-        cost += f" one by one, ${m['max_cost_batch_usd']:.4f} with --batch"
+    from harness.calling.estimate import dry_run_cost
+
     print(
         f"dry run: {m['requests']} requests, {m['prompt_tokens']} prompt tokens ({m['token_count']}), "
-        f"at most {m['max_output_tokens']} output tokens; cost at most {cost}; no model called"
+        f"at most {m['max_output_tokens']} output tokens; cost at most {dry_run_cost(m)}; no model called"
+    )
+
+
+def print_dry_run_total(estimates: Sequence[Mapping[str, Any]], what: str) -> None:
+    """One line under a sweep's or a recipe's dry runs: what all of them would cost together."""
+    from harness.calling.estimate import dry_run_cost, dry_run_total
+
+    t = dry_run_total(estimates)
+    print(
+        f"dry run total ({what}): {t['requests']} requests, {t['prompt_tokens']} prompt tokens, at most "
+        f"{t['max_output_tokens']} output tokens; cost at most {dry_run_cost(t)}; no model called"
     )
 
 
 def print_summary(m: dict[str, Any], model: str | None = None) -> None:
     from harness.calling.backends.offline import BASELINE_NOTES
     from harness.scoring.metrics import METRICS
+    from harness.scoring.stats import small_run_note
 
     print((f"{model}: " if model else "") + metrics_line(m, [*HEADLINE, *METRICS, "errors"]))
     if model in BASELINE_NOTES:
         print(f"note: {BASELINE_NOTES[model]}")
+    small = small_run_note(m["n"], m.get("spearman")) if isinstance(m.get("n"), int) else None
+    if small is not None:
+        print(f"note: {small} (the report, `run_eval.py report RUN`, shows its 95% bootstrap CI)")
     if m.get("reasons"):
         print("reasons: " + "  ".join(f"{k}={v}" for k, v in m["reasons"].items()))
     if "invalid_strict_pct" in m:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from harness.config.settings import PARSE_MODES, SCORINGS, SHOT_SAMPLERS, RunConfig
 from harness.inputs import check_regular
@@ -90,6 +91,9 @@ def check_names(config: RunConfig) -> None:
             raise HarnessError(f"unknown {flag} {value!r}; choose from {', '.join(choices)}")
     if any(not s for s in config.stop):
         raise HarnessError("--stop needs a non-empty string")
+    for url in config.api.base_urls:  # the SDKs refuse it only at the first request, after their retries
+        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
+            raise HarnessError(f"--base-url {url!r} needs http:// or https:// in front (e.g. http://{url})")
 
 
 def check_files(config: RunConfig) -> None:

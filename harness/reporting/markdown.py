@@ -26,6 +26,7 @@ from harness.reporting.tables import (
     words,
 )
 from harness.results.read import REASONS
+from harness.scoring.stats import small_run_note
 
 REASON_COLUMNS = REASONS
 
@@ -57,7 +58,15 @@ def table_notes(group: pd.DataFrame) -> list[str]:
                 notes.append(f"{where}: {name.capitalize()} {note}")
         if words(r.paper_note, ""):
             notes.append(f"{where}: published Spearman {fmt(r.paper_spearman)} is {r.paper_note}")
+        small = small_run_note(int(r.n), _number(r.spearman)) if _number(r.n) is not None else None
+        if small is not None:  # its interval beside it: the number is a range, not a point
+            notes.append(f"{where}: {small}; its 95% bootstrap CI is {_ci(r, 'spearman').split(' ', 1)[1]}")
     return notes
+
+
+def _number(value: object) -> float | None:
+    """A table cell's number, or None for a missing one (None or NaN)."""
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)  # type: ignore[arg-type]
 
 
 def render_report(

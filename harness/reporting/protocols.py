@@ -74,8 +74,9 @@ def protocols_section(runs: Sequence[Run], refs: Sequence[str], n_resamples: int
         "The same prompts scored three ways: *parsed* (the paper's first number, fallback draws included), "
         "*expected* (probability-weighted score of the first output token; replies without one are left out) and "
         "*constrained* (the backend forced the reply into the scale). Only *parsed* is the paper's protocol; "
-        "the others are never comparable with published numbers. Spearman ×100 with 95% bootstrap CIs; "
-        "paired comparisons on the items both protocols scored.\n"
+        "the others are never comparable with published numbers. *prompt* says how each run sent its prompts: "
+        "*raw* text, as the paper sent open models, or *chat* (`--chat`: the chat template or a chat message). "
+        "Spearman ×100 with 95% bootstrap CIs; paired comparisons on the items both protocols scored.\n"
     )
     return [head, *out]
 
@@ -92,11 +93,25 @@ def _levels(cols: Sequence[Column], n_resamples: int, seed: int) -> str:
             "spearman"
         ]
         what = "without an expected score" if c.protocol == "expected" else "invalid (fallback)"
+        invalid = f"{100 * c.invalid / max(c.answered, 1):.1f}% {what}"
         rows.append(
-            [c.name, c.protocol, str(len(ids)), f"{100 * c.invalid / max(c.answered, 1):.1f}% {what}",
+            [c.name, c.protocol, prompt_form(c.run), str(len(ids)), invalid,
              _f(ci.estimate), f"[{_f(ci.low)}, {_f(ci.high)}]", f"`{c.run.run_dir}`"]
         )  # fmt: skip
-    return md_table(["column", "protocol", "n", "invalid", "Spearman", "95% CI", "run"], rows)
+    table = md_table(["column", "protocol", "prompt", "n", "invalid", "Spearman", "95% CI", "run"], rows)
+    if len({prompt_form(c.run) for c in cols}) > 1:  # a difference between these columns is not the protocol's alone
+        table += (
+            "\nThese columns mix prompt forms (a `--chat` run beside raw-text runs): a difference between a chat "
+            "and a raw column is the prompt form's and the protocol's together.\n"
+        )
+    return table
+
+
+def prompt_form(run: Run) -> str:
+    """How the run's prompts went out: "chat" (the model's chat template or a chat message, --chat) or "raw"
+    (the text as the paper sent open models); "?" for a run that does not say."""
+    chat = run.identity().get("chat")
+    return "?" if chat is None else "chat" if chat else "raw"
 
 
 def _pairs(cols: Sequence[Column], n_resamples: int, seed: int) -> str:

@@ -4,7 +4,9 @@ Both prompts ask for one JSON object and nothing else (Figure 3: improved_condit
 rating, justification; "Do not use code blocks"). A reply is read with the json module: "json" when the whole
 reply (surrounding whitespace aside) is one object, "embedded" when an object is found inside other text (a code
 fence, a sentence before it), else "invalid-json"; an object without a usable field is "bad-field"; a request
-that failed is "error". Only "json" and "embedded" give a value; each status is counted, none is dropped unseen.
+that failed is "error". An object equal to one the prompt itself shows (its examples' replies) is "echo", as a
+run's number copied from its prompt is (harness/scoring/parsing.py `is_echo`): the model repeated, it did not rate.
+Only "json" and "embedded" give a value; each status is counted, none is dropped unseen.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-STATUSES = ("json", "embedded", "invalid-json", "bad-field", "error")
+STATUSES = ("json", "embedded", "invalid-json", "bad-field", "echo", "error")
 VALID = ("json", "embedded")
 RATINGS = (1, 2, 3, 4, 5)
 BRACKETS = re.compile(r"[][{}]")
@@ -107,31 +109,50 @@ def _after_brackets(text: str, start: int) -> int:
     return len(text)
 
 
+def prompt_objects(prompt: str) -> list[dict[str, Any]]:
+    """The JSON objects the prompt shows (its examples' replies, the requested format), in order."""
+    decoder, found, start = json.JSONDecoder(), [], prompt.find("{")
+    while start != -1:
+        try:
+            obj, end = decoder.raw_decode(prompt, start)
+        except (json.JSONDecodeError, RecursionError):  # a prompt's own text is bounded, but never trusted
+            obj, end = None, start + 1
+        if isinstance(obj, dict):
+            found.append(obj)
+        start = prompt.find("{", max(end, start + 1))
+    return found
+
+
 def _justification(obj: dict[str, Any]) -> str | None:
     value = obj.get("justification")
     return value if isinstance(value, str) else None
 
 
-def read_rating(text: str | None, error: str | None = None) -> Reading:
-    """Figure 4's reply: "rating" must be a JSON number equal to one of 1-5 (4 or 4.0; not "4", not true)."""
+def read_rating(text: str | None, error: str | None = None, prompt: str | None = None) -> Reading:
+    """Figure 4's reply: "rating" must be a JSON number equal to one of 1-5 (4 or 4.0; not "4", not true), in an
+    object that is not one of the prompt's own (`prompt`: the text sent)."""
     if error is not None:
         return Reading(None, None, "error")
     obj, how = json_object(text)
     if obj is None:
         return Reading(None, None, how)
+    if prompt is not None and obj in prompt_objects(prompt):
+        return Reading(None, _justification(obj), "echo")
     rating = obj.get("rating")
     if isinstance(rating, bool) or not isinstance(rating, int | float) or rating not in RATINGS:
         return Reading(None, _justification(obj), "bad-field")
     return Reading(int(rating), _justification(obj), how)
 
 
-def read_condition(text: str | None, error: str | None = None) -> Reading:
+def read_condition(text: str | None, error: str | None = None, prompt: str | None = None) -> Reading:
     """Figure 3's reply: "improved_condition" must be a non-empty string (kept as one line)."""
     if error is not None:
         return Reading(None, None, "error")
     obj, how = json_object(text)
     if obj is None:
         return Reading(None, None, how)
+    if prompt is not None and obj in prompt_objects(prompt):
+        return Reading(None, _justification(obj), "echo")
     condition = obj.get("improved_condition")
     if not isinstance(condition, str) or not condition.strip():
         return Reading(None, _justification(obj), "bad-field")

@@ -233,3 +233,31 @@ def fallback_spread(
             arr = np.asarray(vs)
             out[name] = (float(arr.mean()), float(arr.std(ddof=1)) if len(arr) > 1 else 0.0)
     return out
+
+
+SMALL_N = 500  # below this a run's correlation is shown with the range chance alone reaches at its n
+
+
+def chance_band(n: int) -> float | None:
+    """The correlation ×100 that independent predictions and labels exceed in absolute value 1 time in 20 at n
+    items: the two-sided 5 % critical value of Pearson's r under independence, r = t / sqrt(n - 2 + t^2) with t
+    the Student t quantile on n - 2 degrees of freedom (about the same for Spearman). The random baseline gave
+    Spearman -18.19 at n=100, inside this band (19.66); None below 3 items."""
+    if n < 3:
+        return None
+    from scipy.stats import t as student_t  # deferred: scipy's import is only paid where a run is reported
+
+    q = float(student_t.ppf(0.975, n - 2))
+    return 100.0 * q / math.sqrt(n - 2 + q * q)
+
+
+def small_run_note(n: int, spearman: float | None) -> str | None:
+    """The note a correlation from few items carries where it is shown, or None (enough items, or none)."""
+    band = chance_band(n)
+    if band is None or n >= SMALL_N or spearman is None:
+        return None
+    return (
+        f"n={n} is a small run: a correlation within ±{band:.1f} of zero arises by chance alone at this n "
+        f"(1 time in 20 with random predictions), so Spearman {spearman:.2f} "
+        + ("cannot be told from zero" if abs(spearman) < band else "is only roughly known")
+    )

@@ -173,7 +173,7 @@ def reannotate(config: RunConfig, settings: Settings, examples: Sequence[Example
         for e, req in zip(examples, requests, strict=True):
             c = completions[req.id]
             text = _answer(config, c)
-            readings[e.id] = r = read_condition(text, c.error)
+            readings[e.id] = r = read_condition(text, c.error, req.prompt)
             # A condition the model did not give back stays as it was (counted: condition_readings).
             conditions[e.id] = str(r.value) if r.valid else e.condition
             replies.append(_reply("condition", e, None, c, text, r))
@@ -190,7 +190,7 @@ def reannotate(config: RunConfig, settings: Settings, examples: Sequence[Example
         for e, req in zip(examples, repeat, strict=True):
             c = completions[req.id]
             text = _answer(config, c)
-            r = read_rating(text, c.error)
+            r = read_rating(text, c.error, req.prompt)
             rating_readings.append(r)
             row.append(r.value if isinstance(r.value, int) else None)
             replies.append(_reply("rating", e, k, c, text, r))

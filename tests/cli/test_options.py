@@ -10,6 +10,7 @@ import pytest
 
 from harness.cli import main as cli
 from harness.cli.batches import batches_parser
+from harness.cli.compare_cmd import compare_parser
 from harness.cli.errors import errors_parser
 from harness.cli.options import COMMAND_HELP, run_parser
 from harness.cli.parser import HelpFormatter
@@ -23,7 +24,7 @@ PARSERS = {
     "data-report": cli.data_report_parser,
     "overlap": cli.overlap_parser,
     "report": report_parser,
-    "compare": cli.compare_parser,
+    "compare": compare_parser,
     "batches": batches_parser,
     "errors": errors_parser,
     "reannotate": reannotate_parser,

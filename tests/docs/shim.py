@@ -6,8 +6,9 @@ two busy cores, and tests/calling/test_real_model.py runs it for real: DOCS_REAL
 queries; through `--backend vllm` it runs for real, on 3 queries, where vllm is installed, and is left out with the
 reason where not); every run gets a small `--limit`; `path/to/csts.tar.enc` and `path/to/PASSWORD` become the shared
 archive and its password, which a C-STS run without data options also gets (the docs assume CSTS_DATA_DIR or
---archive for those). A command that needs C-STS, or SmolLM2's package, where they are missing is not run: it is
-written to the file in $DOCS_SKIPPED with the reason, and the test reports it. Other python commands run unchanged.
+--archive for those); a `--model path/to/...` becomes an empty folder (a dry run checks only that it exists). A
+command that needs C-STS, or SmolLM2's package, where they are missing is not run: it is written to the file in
+$DOCS_SKIPPED with the reason, and the test reports it. Other python commands run unchanged.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ def rewrite(args: list[str]) -> list[str]:
         skip(f"needs the C-STS archive ({shared})", args)
     if needs_csts and not any(a in args for a in ("--archive", "--data-dir")):
         args += ["--archive", "path/to/csts.tar.enc", "--password-file", "path/to/PASSWORD"]  # as CSTS_DATA_DIR would
+    for model in (value(args, "--model") or "").split(","):  # a dry run checks that a local model's folder exists
+        if model.startswith("path/to/"):
+            Path(model).mkdir(parents=True, exist_ok=True)
     args = [a.replace("path/to/csts.tar.enc", str(shared)) for a in args]
     args = [a.replace("path/to/PASSWORD", str(shared.parent / "PASSWORD")) for a in args]
     if command is not None or "--help" in args or value(args, "--config") == "list":

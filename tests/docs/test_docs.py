@@ -84,7 +84,7 @@ def workdir(tmp: Path) -> dict[str, str]:
 def test_every_command_on_the_page_runs(page: Path, tmp_path: Path) -> None:
     found = [(lang, text) for lang, text in blocks(page) if lang in ("bash", "python")]
     if not found:
-        pytest.skip(f"{page.name} shows no command")
+        pytest.skip(f"the page shows no command to run: {page.name}")
     env, not_run = workdir(tmp_path), []
     for i, (lang, text) in enumerate(found):
         if lang == "python":

@@ -54,8 +54,10 @@ def skip_reasons() -> dict[str, str]:
                 continue
             for node in given:
                 head = re.split(r"[(:{,]", _literal(node, names))[0].strip()
-                if len(head) >= 8:  # "{page.name} shows no command" has no fixed opening
-                    found[head] = str(path.relative_to(ROOT))
+                # A reason without a fixed opening of 8 characters or more ("{page.name} shows no command",
+                # "needs {PATH}") could not be looked up: it is reported as such, not passed over.
+                key = head if len(head) >= 8 else f"<no fixed opening: line {call.lineno}>"
+                found[key] = str(path.relative_to(ROOT))
     return found
 
 

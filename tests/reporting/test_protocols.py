@@ -50,7 +50,8 @@ def test_report_sets_parsed_expected_and_constrained_side_by_side(tmp_path: Path
         "R2 constrained": spearmanr([s["prediction"] for s in b], gold)[0],
     }
     for name, rho in want.items():
-        row = re.search(rf"^\| {name} \| \w+ \| 30 \| [^|]+ \| (-?[\d.]+) \| \[(-?[\d.]+), (-?[\d.]+)\]", section, re.M)
+        cells = r"\| 30 \| [^|]+ \| (-?[\d.]+) \| \[(-?[\d.]+), (-?[\d.]+)\]"
+        row = re.search(rf"^\| {name} \| \w+ \| chat {cells}", section, re.M)
         assert row is not None, name
         assert float(row.group(1)) == round(100 * rho, 2)
         assert float(row.group(2)) <= float(row.group(1)) <= float(row.group(3))
@@ -61,3 +62,18 @@ def test_report_sets_parsed_expected_and_constrained_side_by_side(tmp_path: Path
     assert "R1 expected − R2 constrained" in section and "R1 parsed − R1 expected" in section
     runs_csv = (tmp_path / "rep" / "runs.csv").read_text()
     assert "constrain=native" in runs_csv  # the constrained run's row label says so
+
+
+def test_a_chat_run_beside_a_raw_run_is_labelled_and_the_mix_is_said(tmp_path: Path) -> None:
+    base = ["--model", "my-model", "--dataset", "stsb", "--limit", "30", "--no-progress"]
+    base += ["--results-dir", str(tmp_path)]
+    with FakeServer(extras=logprobs(first_digit)) as server:
+        base += ["--base-url", server.openai_url, "--scoring", "expected"]
+        assert main([*base, "--run-id", "raw"]) == 0  # an OpenAI-compatible server's own model: raw text
+        assert main([*base, "--chat", "--run-id", "chat"]) == 0
+    assert main(["report", str(tmp_path / "raw"), str(tmp_path / "chat"), "--out", str(tmp_path / "rep")]) == 0
+    report = (tmp_path / "rep" / "report.md").read_text()
+    section = report[report.index("## Protocols") :]
+    forms = dict(re.findall(r"^\| (R\d \w+) \| \w+ \| (\w+) \| 30 \|", section, re.M))
+    assert forms == {"R1 parsed": "raw", "R1 expected": "raw", "R2 parsed": "chat", "R2 expected": "chat"}
+    assert "These columns mix prompt forms (a `--chat` run beside raw-text runs)" in section

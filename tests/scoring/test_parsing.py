@@ -11,7 +11,7 @@ from tests.conftest import SHARED
 
 GOLDEN_PARSE = SHARED / "golden" / "parse_cases.jsonl"
 requires_golden_parse = pytest.mark.skipif(
-    not GOLDEN_PARSE.is_file(), reason=f"needs {GOLDEN_PARSE} (the shared folder; not in a plain clone)"
+    not GOLDEN_PARSE.is_file(), reason=f"needs the shared golden parse cases at {GOLDEN_PARSE} (not in a plain clone)"
 )
 
 CASES = [

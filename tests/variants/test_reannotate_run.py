@@ -104,9 +104,9 @@ def test_reannotation_with_rewritten_conditions_end_to_end(
         assert main(argv(csts_dir, tmp_path, server, *extra)) == 0
         sent = len(server.calls)
         out = capsys.readouterr().out
-        # The same command again: every answer from the cache, nothing sent, the same files.
+        # The same command again (--overwrite: the files exist): every answer from the cache, the same files.
         first = (tmp_path / "out" / "labels.tsv").read_bytes()
-        assert main(argv(csts_dir, tmp_path, server, *extra)) == 0
+        assert main(argv(csts_dir, tmp_path, server, *extra, "--overwrite")) == 0
         assert len(server.calls) == sent == len(rows) * (1 + REPEATS)
         assert (tmp_path / "out" / "labels.tsv").read_bytes() == first
     # Every repeat was asked anew (not answered from the cache by the first).
@@ -126,7 +126,7 @@ def test_reannotation_with_rewritten_conditions_end_to_end(
     record = json.loads((tmp_path / "out" / "labels.agreement.json").read_text())
     assert record["ratings"] | {"invalid_pct": None, "not_bare_json_pct": None} == {
         "replies": len(rows) * REPEATS, "json": len(rows) * REPEATS - 6, "embedded": 1, "invalid-json": 4,
-        "bad-field": 1, "error": 0, "invalid_pct": None, "not_bare_json_pct": None,
+        "bad-field": 1, "echo": 0, "error": 0, "invalid_pct": None, "not_bare_json_pct": None,
     }  # fmt: skip
     assert record["ratings"]["invalid_pct"] == round(100 * 5 / (len(rows) * REPEATS), 2)
     assert record["conditions"]["invalid-json"] == 1 and record["conditions"]["bad-field"] == 1

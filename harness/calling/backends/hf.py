@@ -11,7 +11,9 @@ the reply is the integer greedy decoding prefers among them.
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,6 +68,7 @@ def from_config(config: RunConfig) -> HFBackend:
         thinking=thinking,
         constrain=constrain,
         truncate=truncate,
+        progress=config.progress,
     )
 
 
@@ -83,9 +86,11 @@ class HFBackend(LocalBackend):
         thinking: Thinking | None = None,
         constrain: tuple[int, ...] | None = None,
         truncate: int | None = None,
+        progress: bool = True,
     ) -> None:
         self.model = model
         self.truncate = truncate  # --truncate-input: prompt tokens kept (the reference code's T5 tokenizer: 512)
+        self.progress = progress  # --no-progress: no bar of ours, none of transformers' either
         self.options = options
         self.expected = expected
         self.chat = chat  # --chat: apply the model's chat template (off: raw text, as the paper sent)
@@ -123,14 +128,19 @@ class HFBackend(LocalBackend):
 
     def source(self) -> str:
         """What from_pretrained loads: the converted folder of a packaged model, else the name as given."""
-        return str(local_models.model_dir(self.model)) if self._packaged is not None else self.model
+        return str(local_models.model_dir(self.model, log=_note)) if self._packaged is not None else self.model
 
     def load(self) -> _Loaded:
         """Load model and tokenizer once; left padding for decoder-only models, right for encoder-decoder."""
         if self._loaded is not None:
             return self._loaded
         torch, tf = self.torch, self.transformers
+        if not self.progress:
+            tf.utils.logging.disable_progress_bar()  # transformers' "Loading weights" bar (process-wide)
         source = self.source()
+        started = time.perf_counter()
+        if self.progress:  # the bar's first move waits for the first batch: say what comes before it
+            _note(f"loading {self.model} with transformers ({'GPU' if torch.cuda.is_available() else 'CPU'}) ...")
         try:
             config = tf.AutoConfig.from_pretrained(source)
             encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
@@ -163,6 +173,11 @@ class HFBackend(LocalBackend):
         self._loaded = _Loaded(
             model, tokenizer, model.device, encoder_decoder, max_positions, frozenset(eos_ids), score_tokens
         )
+        if self.progress:
+            _note(
+                f"loaded in {time.perf_counter() - started:.0f} s; generating in batches of {self.batch_size} "
+                "(the bar moves as each batch finishes)"
+            )
         return self._loaded
 
     def tokenize(self, requests: Sequence[Request]) -> list[_Item]:
@@ -309,3 +324,8 @@ class HFBackend(LocalBackend):
                 sums[score] = sums.get(score, 0.0) + p
             rows.append(sums)
         return rows
+
+
+def _note(line: str) -> None:
+    """A status line on stderr, where the progress bar is: what a local model does before its first answer."""
+    print(line, file=sys.stderr, flush=True)

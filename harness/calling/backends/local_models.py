@@ -19,6 +19,8 @@ import importlib.util
 import os
 import shutil
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,8 +102,9 @@ def weights_identity(name: str) -> dict[str, str]:
     return {"weights": spec.about, "package": f"{spec.distribution} {version}", "gguf_sha256": file_sha256(path)}
 
 
-def model_dir(name: str, root: Path | None = None) -> Path:
-    """The transformers folder for a known model, converted from its GGUF on first use (then reused)."""
+def model_dir(name: str, root: Path | None = None, log: Callable[[str], None] = lambda line: None) -> Path:
+    """The transformers folder for a known model, converted from its GGUF on first use (then reused); `log` is
+    told what the conversion does, the one step of a first run that is otherwise silent for minutes."""
     spec = KNOWN_MODELS[name]
     source = gguf_path(spec)
     _require_gguf()
@@ -112,6 +115,11 @@ def model_dir(name: str, root: Path | None = None) -> Path:
     # Built beside the target and renamed into place: a killed conversion leaves no half folder, and two
     # processes converting at once both end with one complete folder.
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    log(
+        f"first use of {name}: converting its GGUF weights ({source.stat().st_size / 2**20:.0f} MiB) into a "
+        f"transformers folder at {target}, once (about 2 minutes on a busy 2-core machine) ..."
+    )
+    started = time.perf_counter()
     try:
         convert_gguf(source, staging)
         try:
@@ -121,6 +129,7 @@ def model_dir(name: str, root: Path | None = None) -> Path:
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    log(f"converted in {time.perf_counter() - started:.0f} s; later runs reuse it")
     return target
 
 
