@@ -11,7 +11,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.calling.backends.base import Backend
-from harness.calling.backends.embeddings import make_embedding_backend
 from harness.calling.dispatch import call
 from harness.calling.estimate import Step, dry_run_estimate
 from harness.calling.options import DispatchStats, dispatch_options
@@ -131,6 +130,9 @@ def requests(
 
 def scoring_backend(config: RunConfig) -> Backend:
     check(config)
+    # imported here: the SDK loads only when something is embedded (tests/cli/test_no_sdk.py)
+    from harness.calling.backends.embeddings import make_embedding_backend
+
     return make_embedding_backend(config)
 
 

@@ -11,7 +11,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from harness.calling.backends.embeddings import make_embedding_backend
 from harness.calling.dispatch import call
 from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import price_of
@@ -56,6 +55,9 @@ def backend_embedder(
     )
 
     def embed(texts: Sequence[str]) -> dict[str, list[float] | None]:
+        # imported here: the SDK loads only when something is embedded (a report reads this module's constants)
+        from harness.calling.backends.embeddings import make_embedding_backend
+
         embedder = make_embedding_backend(config)
         unique = sorted(set(texts))
         requests = [Request("embed-" + hashlib.sha256(t.encode()).hexdigest()[:20], t, max_tokens=0) for t in unique]

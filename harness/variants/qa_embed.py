@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.calling.backends.base import Backend
-from harness.calling.backends.embeddings import make_embedding_backend
 from harness.calling.dispatch import call
 from harness.calling.estimate import dry_run_estimate
 from harness.calling.options import DispatchStats, dispatch_options
@@ -115,6 +114,9 @@ def requests(
 
 
 def scoring_backend(config: RunConfig) -> Backend:
+    # imported here: the SDK loads only when something is embedded (tests/cli/test_no_sdk.py)
+    from harness.calling.backends.embeddings import make_embedding_backend
+
     return ready(config, make_embedding_backend(config))
 
 

@@ -292,7 +292,7 @@ def test_hostile_replies_are_counted_invalid_and_the_rerun_buys_none(
     with FakeServer(answer=Hostile(validation)) as server:
         assert main(argv(csts_dir, tmp_path, server, "--repeats", "1")) == 0
         bought, first = len(server.answered), (tmp_path / "out" / "labels.tsv").read_bytes()
-        assert main(argv(csts_dir, tmp_path, server, "--repeats", "1")) == 0  # every reply from the cache
+        assert main(argv(csts_dir, tmp_path, server, "--repeats", "1", "--overwrite")) == 0  # replies from the cache
     assert bought == len(validation) and len(server.answered) == bought  # the rerun re-requested 0 answers
     assert (tmp_path / "out" / "labels.tsv").read_bytes() == first
     plain = sum(int(e.id) % 4 == 3 for e in validation)
