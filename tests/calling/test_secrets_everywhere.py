@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.cli.main import main
+from tests.calling.test_transport import Proxy
 from tests.fake_batch_server import FakeBatchServer
 from tests.fake_server import FakeServer
 
@@ -91,13 +91,12 @@ def test_the_404_explanation_lists_no_key(
     assert files_holding(tmp_path, (KEY,)) == {}
 
 
-class Proxy407:
+class Proxy407(Proxy):
     """A forward proxy on 127.0.0.1 that wants other credentials: 407 to every request, quoting the
     Proxy-Authorization it got (as some do in their error page)."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.seen: list[str] = []
+        super().__init__(target=0)  # nothing is forwarded: every request gets the 407
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
@@ -110,17 +109,6 @@ class Proxy407:
         )
         await writer.drain()
         writer.close()
-
-    def __enter__(self) -> Proxy407:
-        server = self.loop.run_until_complete(asyncio.start_server(self.handle, "127.0.0.1", 0))
-        self.port = server.sockets[0].getsockname()[1]
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
 
 
 def test_a_407_on_an_http_base_url_stops_the_run_naming_the_proxy_and_echoes_no_credentials(

@@ -62,26 +62,25 @@ def transformers_serve(model_dir: Path, workdir: Path, threads: int | None = Non
     with open(log, "wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
-        _wait_healthy(port, process, log)
+        wait_healthy(port, process, log, "transformers serve", START_TIMEOUT_S)
         yield Server(f"http://127.0.0.1:{port}/v1", log, process.pid)
     finally:
         _stop(process)
 
 
-def _wait_healthy(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
+def wait_healthy(port: int, process: subprocess.Popen[bytes], log: Path, name: str, timeout_s: float) -> None:
+    """Until the server at `port` answers /health with 200; its log's tail in the error if it exits first.
+    `name`: the server, as the error names it (also used by tests/servers/vllm_serve.py)."""
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            tail = log.read_text(errors="replace")[-2000:]
-            raise RuntimeError(f"transformers serve exited with {process.returncode}:\n{tail}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
+            tail = log.read_text(errors="replace")[-3000:]
+            raise RuntimeError(f"{name} exited with {process.returncode}:\n{tail}")
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+            if r.status == 200:
+                return
         time.sleep(0.5)
-    raise RuntimeError(f"transformers serve did not answer /health within {START_TIMEOUT_S} s (log: {log})")
+    raise RuntimeError(f"{name} did not answer /health within {timeout_s:.0f} s (log: {log})")
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

@@ -10,12 +10,10 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.servers.transformers_serve import Server, _stop, free_port
+from tests.servers.transformers_serve import Server, _stop, free_port, wait_healthy
 
 START_TIMEOUT_S = 900  # engine start on two busy cores takes minutes
 
@@ -35,20 +33,7 @@ def vllm_serve(model_dir: Path, workdir: Path, *extra: str) -> Iterator[Server]:
     with open(log, "wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
-        _wait_healthy(port, process, log)
+        wait_healthy(port, process, log, "vllm serve", START_TIMEOUT_S)
         yield Server(f"http://127.0.0.1:{port}/v1", log, process.pid)
     finally:
         _stop(process)
-
-
-def _wait_healthy(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            tail = log.read_text(errors="replace")[-3000:]
-            raise RuntimeError(f"vllm serve exited with {process.returncode}:\n{tail}")
-        with contextlib.suppress(OSError), urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-            if r.status == 200:
-                return
-        time.sleep(1)
-    raise RuntimeError(f"vllm serve did not answer /health within {START_TIMEOUT_S} s (log: {log})")
