@@ -145,3 +145,162 @@ def test_data_dir_flag_beats_csts_data_dir_end_to_end(
     monkeypatch.delenv("CSTS_DATA_DIR")
     assert main(["--model", "overlap", "--dry-run", "--results-dir", str(tmp_path / "r2")]) == 2
     assert "error: no C-STS data given" in capsys.readouterr().err  # neither: no default data
+
+
+# --- the same settings from a --config file, the command line over it, and a recipe's own keys ------------------
+
+
+def _toml(argv: list[str]) -> str:
+    """A FLAGS row as --config TOML: `key = value` (a number unquoted), a switch `key = true` (--no-chat:
+    `chat = false`), a repeatable option a list, the bare --constrain its value."""
+    lines, i = [], 0
+    while i < len(argv):
+        key = argv[i].removeprefix("--")
+        value = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("--") else None
+        i += 1 if value is None else 2
+        if key == "no-chat":
+            lines.append("chat = false")
+        elif key == "constrain" and value is None:
+            lines.append('constrain = "native"')
+        elif value is None:
+            lines.append(f"{key} = true")
+        elif key in ("stop", "base-url"):
+            lines.append(f"{key} = {json.dumps([value])}")
+        else:
+            number = value.replace(".", "", 1).isdigit()
+            lines.append(f"{key} = {value if number else json.dumps(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _from_file(tmp: Path, text: str, *typed: str) -> RunConfig:
+    from harness.cli.config_run import parse_runs
+
+    path = tmp / "run.toml"
+    path.write_text(text, encoding="utf-8")
+    (args,), _ = parse_runs(str(path), list(typed))
+    return config_from_args(args)
+
+
+@pytest.mark.parametrize(("argv", "field", "value"), FLAGS, ids=[" ".join(f[0]) for f in FLAGS])
+def test_each_setting_from_a_config_file_lands_where_its_flag_does(
+    argv: list[str], field: str, value: Any, tmp_path: Path
+) -> None:
+    got = _get(_from_file(tmp_path, 'model = "m"\n' + _toml(argv)), field)
+    assert got == value and type(got) is type(value)
+
+
+# (the file's line, the typed words, dotted field, the value: the typed one, whatever the file says)
+TYPED_OVER_FILE: list[tuple[str, list[str], str, Any]] = [
+    ("limit = 30", ["--limit", "20"], "limit", 20),
+    ("shots = [0, 2]", ["--shots", "4"], "shots", 4),
+    ('instr = "long"', ["--instr", "short"], "instr", "short"),
+    ("max-reply-mb = 8", ["--max-reply-mb", "16"], "api.max_reply_mb", 16.0),
+    ('cache = "a.sqlite"', ["--cache", "b.sqlite"], "api.cache", Path("b.sqlite")),
+    ("chat = true", ["--no-chat"], "chat", False),
+    ("chat = false", ["--chat"], "chat", True),
+    ('stop = ["A", "C"]', ["--stop", "B"], "stop", ("B",)),
+    ('base-url = ["http://a:1/v1"]', ["--base-url", "http://b:2/v1"], "api.base_urls", ("http://b:2/v1",)),
+    ('reasoning = "yes"', ["--reasoning", "no"], "api.reasoning", False),
+    ('dtype = "float16"', ["--dtype", "bfloat16"], "local.dtype", "bfloat16"),
+    ("case-ffn-dim = 64", ["--case-ffn-dim", "32"], "embed.ffn_dim", 32),
+    ('constrain = "grammar"', ["--constrain"], "constrain", "native"),
+    ("batch = true\nbatch-poll = 9", ["--batch-poll", "3"], "api.batch.poll", 3.0),
+    ("dry-run = true", [], "dry_run", True),  # a switch the file sets: no typed word turns it off
+    ("no-progress = true", [], "progress", False),
+]
+
+
+@pytest.mark.parametrize(("line", "typed", "field", "value"), TYPED_OVER_FILE, ids=[t[0] for t in TYPED_OVER_FILE])
+def test_a_typed_flag_beats_the_files_value_which_beats_the_default(
+    line: str, typed: list[str], field: str, value: Any, tmp_path: Path
+) -> None:
+    got = _get(_from_file(tmp_path, f'model = "m"\n{line}\n', *typed), field)
+    assert got == value and type(got) is type(value)
+
+
+def test_grid_lists_from_the_file_and_typed_comma_lists() -> None:
+    from harness.cli.configs import grid_from_args
+
+    a = run_parser().parse_args(["--model", "m,n", "--shots", "0,4", "--dataset", "stsb"])
+    assert grid_from_args(a) == {"model": ["m", "n"], "shots": [0, 4]}
+    assert (config_from_args(a).model, config_from_args(a).shots) == ("m", 0)
+
+
+def test_a_files_lists_are_the_grid_and_a_typed_comma_list_replaces_one(tmp_path: Path) -> None:
+    from harness.cli.config_run import parse_runs
+    from harness.cli.configs import grid_from_args
+
+    path = tmp_path / "run.toml"
+    path.write_text('model = ["m", "n"]\nshots = [0, 2]\ninstr = ["none", "long"]\n', encoding="utf-8")
+    (args,), _ = parse_runs(str(path), ["--shots", "4,8", "--instr", "short"])
+    assert grid_from_args(args) == {"model": ["m", "n"], "shots": [4, 8]}
+    assert config_from_args(args).instr == "short"
+
+
+def test_a_recipes_own_keys_land_and_typed_options_beside_them_too() -> None:
+    from harness.cli.config_run import parse_runs
+    from harness.cli.configs import grid_from_args
+
+    (args,), source = parse_runs("deshpande2023-table12", ["--model", "overlap", "--limit", "3", "--seed", "2"])
+    config = config_from_args(args)
+    assert source == "Deshpande et al. 2023, Table 12"
+    assert (config.dataset, config.template, config.shot_sampler, config.truncate_input) == (
+        "stsb",
+        "paper",
+        "reference",
+        "paper",
+    )
+    assert (config.limit, config.seed, config.config_file) == (3, 2, "deshpande2023-table12")
+    assert grid_from_args(args) == {"instr": ["none", "short", "long"], "shots": [0, 2, 4]}
+
+
+# --- a bad value: one `error:` line, exit 2, nothing written (the exact lines of today's parser) -----------------
+
+BAD: list[tuple[list[str], str]] = [
+    (["--shots", "x"], "argument --shots: invalid int value: 'x'"),
+    (["--shots", "0,x"], "--shots: 'x' is not an integer"),
+    (["--model", "a,,b"], "--model 'a,,b': empty item in the comma list"),
+    (["--dataset", "sick"], "argument --dataset: invalid choice: 'sick' (choose from 'csts', 'stsb')"),
+    (["--dataset", "stsb,sick"], "unknown dataset 'sick' in --dataset; choose from csts, stsb"),
+    (["--seed", "1,2"], "argument --seed: invalid int value: '1,2'"),
+    (["--variant", "pairs"], "argument --variant: invalid choice: 'pairs' (choose from 'sentences', 'qa', 'qa-embed', 'case')"),  # noqa: E501
+    (["--shard", "3/2"], "argument --shard: '3/2' is not K/N with 1 <= K <= N (e.g. 2/4)"),
+    (["--reasoning", "maybe"], "argument --reasoning: invalid choice: 'maybe' (choose from 'auto', 'yes', 'no')"),
+    (["--dtype", "int4"], "argument --dtype: invalid choice: 'int4' (choose from 'auto', 'float32', 'float16', 'bfloat16')"),  # noqa: E501
+    (["--constrain", "json"], "argument --constrain: invalid choice: 'json' (choose from 'native', 'grammar')"),
+    (["--timeout", "soon"], "argument --timeout: invalid float value: 'soon'"),
+    (["--limit", "0"], "--limit must be at least 1, got 0"),
+    (["--shots", "-1"], "--shots must be 0 or more, got -1"),
+    (["--max-tokens", "0"], "--max-tokens must be at least 1, got 0"),
+    (["--concurrency", "0"], "--concurrency must be at least 1, got 0"),
+    (["--timeout", "0"], "--timeout must be a positive number, got 0.0"),
+    (["--rpm", "nan"], "--rpm must be a positive number, got nan"),
+    (["--max-cost", "-1"], "--max-cost must be a number 0 or more, got -1.0"),
+    (["--wait-for-server", "inf"], "--wait-for-server must be a number 0 or more, got inf"),
+    (["--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization must be a share in (0, 1], got 1.5"),
+    (["--tensor-parallel", "0"], "--tensor-parallel must be at least 1, got 0"),
+    (["--run-id", "a/b"], "--run-id 'a/b' must be a plain folder name (no '/' or '\\', not empty, not starting with '.')"),  # noqa: E501
+    (["--stop", ""], "--stop needs a non-empty string"),
+    (["--base-url", "127.0.0.1:1/v1"], "--base-url '127.0.0.1:1/v1' needs http:// or https:// in front (e.g. http://127.0.0.1:1/v1)"),  # noqa: E501
+    (["--parse", "lenient"], "argument --parse: invalid choice: 'lenient' (choose from 'first-number', 'strict')"),
+    (["--batch-wait", "0"], "--batch-wait and --batch-max-requests go with --batch"),
+    (["--batch", "--no-cache"], "--batch keeps answers and batch ids in the response cache: it cannot run with --no-cache"),  # noqa: E501
+    (["--batch", "--batch-wait", "-1"], "--batch-wait must be 0 or more, got -1.0"),
+    (["--batch", "--batch-poll", "0"], "--batch-poll must be positive, got 0.0"),
+    (["--batch", "--batch-max-requests", "0"], "--batch-max-requests must be at least 1, got 0"),
+    (["--case-ffn-dim", "x"], "argument --case-ffn-dim: invalid int value: 'x'"),
+    (["--prices", "nope.json"], "price table nope.json does not exist"),
+]
+
+
+@pytest.mark.parametrize(("argv", "line"), BAD, ids=[" ".join(b[0]) for b in BAD])
+def test_a_bad_value_is_this_one_line_and_exit_2(
+    argv: list[str], line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    base = ["--model", "overlap", "--dataset", "stsb", "--limit", "2", "--no-progress", "--results-dir", "r"]
+    assert main([*base, *argv]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {line}\n" or err.startswith(f"error: {line} (see `run_eval.py --help`)")
+    assert err.count("\n") == 1 and list(tmp_path.iterdir()) == []
+
