@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.cli.declared import CommaList
 from harness.cli.parser import Option, Parser
+from harness.sweep import GRID_FIELDS
 from harness.types import HarnessError
 
 RECIPES = Path(__file__).parents[1] / "recipes"
-SWEEP_KEYS = ("model", "dataset", "instr", "shots")  # options that take a comma list (harness/sweep.py GRID_FIELDS)
 TABLES = ("runs", "recipe")  # the file's own tables, beside the options
 
 
@@ -151,12 +152,12 @@ def _option_words(key: str, option: Option, value: Any, where: str) -> list[str]
         return [flag] if value else []
     if isinstance(value, list) and option.kind == "append":
         return [w for item in value for w in (flag, _scalar(key, item, where))]
-    if isinstance(value, list) and key in SWEEP_KEYS:
+    if isinstance(value, list) and isinstance(option.action.type, CommaList):  # a sweep's option
         if not value:
             raise HarnessError(f"--config {where}: {key} is an empty list")
         return [flag, ",".join(_scalar(key, item, where) for item in value)]
     if isinstance(value, list):
-        raise HarnessError(f"--config {where}: {key} takes one value, not a list (lists: {', '.join(SWEEP_KEYS)})")
+        raise HarnessError(f"--config {where}: {key} takes one value, not a list (lists: {', '.join(GRID_FIELDS)})")
     return [flag, _scalar(key, value, where)]
 
 

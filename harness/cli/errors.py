@@ -9,7 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.cli.options import Parser, add_data_args
+from harness.cli.declared import add_settings
+from harness.cli.options import add_data_args
+from harness.cli.parser import Parser
+from harness.config.settings import ApiOptions
 from harness.inputs import check_output
 from harness.types import HarnessError
 
@@ -39,7 +42,7 @@ def errors_parser() -> Parser:
         "'hash' is an offline hashed bag of words, for checks only",
     )
     p.add_argument("--embed-backend", help="backend of --embed-model (default: from its name)")
-    p.add_argument("--base-url", action="append", default=[], help="OpenAI-compatible server URL (default: OpenAI's)")
+    add_settings(p, ApiOptions, ("base_urls",))  # as a run takes it
     p.add_argument("--labels-file", type=Path, help="re-annotated labels TSV (default: the bundled Tu et al. file)")
     p.add_argument("--out", type=Path, help="output folder (default: RUN/errors-DISTRIBUTION)")
     add_data_args(p)

@@ -3,13 +3,14 @@ labels file that `run_eval.py --labels FILE` evaluates against, every reply besi
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.cli.options import Parser, add_api_args, add_data_args, add_local_args
+from harness.cli.declared import add_settings, build
+from harness.cli.options import DATA
+from harness.cli.parser import Parser
 from harness.config.settings import RunConfig
 from harness.inputs import check_output
 from harness.types import HarnessError
@@ -26,12 +27,17 @@ def reannotate_parser() -> Parser:
         "then rate each pair under it (Figure 4, 5 synthetic shots, JSON replies). Writes a labels file for "
         "`run_eval.py --labels FILE`, the replies (FILE.replies.jsonl) and the agreement (FILE.agreement.json).",
     )
-    p.add_argument("--model", required=True, help="required: the model that re-annotates (any backend's)")
-    p.add_argument("--backend", help="its backend (default: implied by the model name)")
+    shared = {  # its own words for what a run's options mean here
+        "model": "required: the model that re-annotates (any backend's)",
+        "split": "C-STS split: train, validation or test",
+        "limit": "only the split's first N rows (default: all)",
+        "max_tokens": "output tokens per reply",
+        "results_dir": "where the response cache lives by default",
+    }
+    add_settings(p, RunConfig, ("model", "backend"), help=shared)
     p.add_argument("--out", type=Path, required=True, help="required: the labels file to write (TSV)")
     p.add_argument("--overwrite", action="store_true", help="replace --out and its two sidecar files if they exist")
-    p.add_argument("--split", default="validation", help="C-STS split: train, validation or test")
-    p.add_argument("--limit", type=int, help="only the split's first N rows (default: all)")
+    add_settings(p, RunConfig, ("split", "limit"), help=shared)
     p.add_argument(
         "--rewrite-conditions",
         action="store_true",
@@ -52,22 +58,9 @@ def reannotate_parser() -> Parser:
         help="label = mean of the ratings and the original label, rounded (Zhang et al.'s V(y_human + y_LLM)); "
         "default: the mean of the ratings alone",
     )
-    p.add_argument("--max-tokens", type=int, default=MAX_TOKENS, metavar="N", help="output tokens per reply")
-    p.add_argument(
-        "--chat",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="--chat: the model's chat template; --no-chat: raw text (default: the backend's, as for a run)",
-    )
-    p.add_argument("--think-tags", default=RunConfig.think_tags, help="inline thought delimiters split off first")
-    add_data_args(p)
-    p.add_argument(
-        "--results-dir", type=Path, default=RunConfig.results_dir, help="where the response cache lives by default"
-    )
-    p.add_argument("--dry-run", action="store_true", help="render every prompt, count tokens and cost; call no model")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_api_args(p.add_argument_group("API backends (openai, anthropic, OpenAI-compatible servers)"))
-    add_local_args(p.add_argument_group("local GPU backends (vllm, hf)"))
+    # The run's options that reach the re-annotating model, worded and checked as for a run
+    fields = ("max_tokens", "chat", "think_tags", *DATA, "results_dir", "dry_run", "progress", "api", "local")
+    add_settings(p, RunConfig, fields, help=shared, default={"max_tokens": MAX_TOKENS})
     return p
 
 
@@ -90,7 +83,6 @@ def reference_labels(split: str, rows: int) -> tuple[dict[str, float | None] | N
 
 
 def cmd_reannotate(argv: Sequence[str]) -> int:
-    from harness.cli.configs import api_options, local_options
     from harness.cli.summary import print_dry_run
     from harness.datasets.labels import conditions_hash, labels_tsv
     from harness.datasets.load import load_dataset
@@ -110,24 +102,7 @@ def cmd_reannotate(argv: Sequence[str]) -> int:
         raise HarnessError(
             f"--out: {', '.join(existing)} already exists: pass another --out, or --overwrite to replace it"
         )
-    config = RunConfig(
-        model=a.model,
-        backend=a.backend,
-        dataset="csts",
-        split=a.split,
-        limit=a.limit,
-        data_dir=a.data_dir,
-        archive=a.archive,
-        password_file=a.password_file,
-        results_dir=a.results_dir,
-        dry_run=a.dry_run,
-        progress=not a.no_progress,
-        api=api_options(a),
-        local=local_options(a),
-        chat=a.chat,
-        max_tokens=a.max_tokens,
-        think_tags=a.think_tags,
-    )
+    config: RunConfig = build(RunConfig, a)  # the options a run shares, as a run takes them (C-STS)
     settings = Settings(a.rewrite_conditions, a.repeats, a.temperature, a.with_original)
     validate_run(config)  # the run command's checks of the values, the model and its backend
     check(config, settings)

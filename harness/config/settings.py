@@ -1,128 +1,183 @@
-"""Every setting of a run with its default: RunConfig and its option groups. Flows one way:
-argparse (harness/cli/options.py, which takes its defaults from here) -> RunConfig -> runner.run()."""
+"""Every setting of a run, declared once: RunConfig and its option groups (harness/config/sections.py), each field
+with its default and its command-line option: flag, help, choices, --help section and its own check
+(`option(...)`, harness/config/option.py). Flows one way: the parser made from these declarations
+(harness/cli/declared.py) -> RunConfig -> runner.run(); a sweep or a test builds a RunConfig directly."""
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from harness.config.checks import a_model, at_least, check_run_id, non_empty, regular_file
+from harness.config.checks import shard as k_of_n
+from harness.config.option import option, section
+from harness.config.sections import API, CASE, DTYPES, LOCAL, ApiOptions, BatchOptions, EmbedOptions, LocalOptions
 
-@dataclass(frozen=True)
-class BatchOptions:
-    """--batch: what the cache cannot answer goes through the provider's batch endpoint (harness/batch)."""
+__all__ = ["DTYPES", "ApiOptions", "BatchOptions", "EmbedOptions", "LocalOptions", "RunConfig"]
 
-    wait: float | None = None  # seconds to wait for results; None: until every batch ends; 0: submit and exit
-    poll: float = 60.0  # seconds between status checks
-    max_requests: int | None = None  # per batch; None: the provider's own limit
-    # When this invocation began: a request that failed in a batch since then is an error until the next run.
-    started: float = field(default_factory=time.time)
-
-
-@dataclass(frozen=True)
-class ApiOptions:
-    """How API backends (openai, anthropic, OpenAI-compatible servers) are reached, and the cache. No keys here."""
-
-    base_urls: tuple[str, ...] = ()  # several: the load is spread across them
-    concurrency: int = 128  # the most requests in flight: a ceiling; 429s shrink the window (calling/limiter.py)
-    rpm: float | None = None  # pace requests to this many a minute (None: as the provider's headers say)
-    tpm: float | None = None  # pace prompt tokens to this many a minute
-    timeout: float = 120.0  # seconds per attempt
-    max_retries: int = 8
-    wait_for_server: float = 10.0  # seconds to wait for a server that has not answered yet (refused, unreachable)
-    max_reply_mb: float = 32.0  # the most MB of one reply body read, decompressed (calling/backends/transport.py)
-    cache: Path | None = None  # None: <results_dir>/cache.sqlite
-    no_cache: bool = False
-    refresh: bool = False  # ignore stored answers (and store the new ones)
-    max_cost: float | None = None  # US dollars this invocation may spend
-    prices: Path | None = None  # a JSON price table overriding the package's
-    reasoning: bool | None = None  # None: from the model name (o1, o3, o4, gpt-5 ...)
-    reasoning_tokens: int = 2048  # max_completion_tokens for reasoning models (reasoning + answer)
-    reasoning_effort: str | None = None
-    anthropic_greedy: bool = False  # temperature 0 on API version 2023-06-01, where the model allows it
-    batch: BatchOptions | None = None  # None: one request at a time (harness/calling/dispatch.py)
-
-
-@dataclass(frozen=True)
-class LocalOptions:
-    """How local GPU backends (vllm, hf) load and run a model."""
-
-    dtype: str = "auto"  # one of DTYPES
-    tensor_parallel: int = 1  # vllm: GPUs one model is split over
-    gpu_memory_utilization: float = 0.9  # vllm: share of each GPU the engine may take
-    max_model_len: int | None = None  # vllm: context length (None: the model's own)
-    batch_size: int | None = None  # hf: prompts per generate call (None: chosen to fit memory)
-
-
-@dataclass(frozen=True)
-class EmbedOptions:
-    """--variant case (Zhang et al. 2025, harness/variants/case.py): how sentences and conditions are embedded."""
-
-    setting: str | None = None  # the samples' prediction: cond-c, cond, sent-c, sent, plain (None: cond-c; STS-B plain)
-    inputs: str = "instruct"  # instruct (LLM encoders' prompts) or concat (MLM encoders: CONC(c+s))
-    ffn: str = "none"  # none, linear, nonlinear: the CASE projection (§3.2) trained on the C-STS train split
-    ffn_dim: int = 512  # Zhang et al. 2025, Table 3: 512 dimensions
-    ffn_epochs: int = 100  # the best epoch on the validation split is kept
-
-
-# The values RunConfig's choice fields take (validate.py checks them; options.py offers them).
+# The values RunConfig's choice fields take (their declarations offer and check them).
 PARSE_MODES = ("first-number", "strict")
 SHOT_SAMPLERS = ("seeded", "reference")
 SCORINGS = ("parsed", "expected")
 # --constrain: native (each backend's own mechanism) or grammar (llama.cpp servers' GBNF `grammar` field)
 CONSTRAIN_MODES = ("native", "grammar")
-DTYPES = ("auto", "float32", "float16", "bfloat16")  # weights and activations (auto: the checkpoint's)
+DECODING = "what is sent and how replies are read (every backend)"  # a --help section
 
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Every setting of one run. Flows one way: argparse -> RunConfig -> runner.run()."""
+    """Every setting of one run, in the order `run_eval.py --help` lists them."""
 
-    model: str
-    dataset: str = "csts"
-    split: str = "validation"
-    shots: int = 0
-    instr: str = "none"
-    template: str | None = None  # None: derived from dataset + instr
-    backend: str | None = None  # None: chosen from the model name
-    seed: int = 0
-    limit: int | None = None  # evaluate the first N queries only
-    # --shard K/N: the K-th of N deterministic parts of the queries (positions K-1, K-1+N, ...; 1-based K), for a
-    # job array; `report` merges the parts (harness/results/shards.py). None: every query.
-    shard: tuple[int, int] | None = None
-    labels: str = "original"  # or "reannotated" (Tu et al. 2024, C-STS validation)
-    variant: str = "sentences"  # "qa": score answers (Tu et al. 2024 Fig. 9); "qa-embed": cosine of answer embeddings
-    answer_model: str | None = None  # qa variants: the model answering the questions (default: --model)
-    answer_backend: str | None = None
-    answers: Path | None = None  # reuse answers.jsonl from an earlier run
-    subset: str = "all"  # or "reannotated-train" / "reannotated-test" (seeded 70/30 split)
-    subset_seed: int = 0
-    data_dir: Path | None = None
-    archive: Path | None = None
-    password_file: Path | None = None  # the path only: the password itself is never stored
-    results_dir: Path = Path("results")
-    run_id: str | None = None
-    dry_run: bool = False
-    progress: bool = True
-    api: ApiOptions = field(default_factory=ApiOptions)
-    local: LocalOptions = field(default_factory=LocalOptions)
-    embed: EmbedOptions = field(default_factory=EmbedOptions)  # --variant case only
-    # --chat / --no-chat; None: the backend's default: raw text for local engines and OpenAI-compatible servers
-    # (as the paper sent open models), chat for hosted OpenAI and Anthropic (chat-only).
-    chat: bool | None = None
-    stop: tuple[str, ...] = ()  # stop sequences (default none: the paper's protocol)
-    max_tokens: int = 20  # output budget of each scoring request (Deshpande et al. 2023, App. A.3: 20)
-    shot_sampler: str = "seeded"  # "seeded" (per query) or "reference" (the published script's one stream)
-    scoring: str = "parsed"  # "parsed" (the paper's first number) or "expected" (from log-probabilities)
-    # --constrain [native|grammar]: the backend forces the answer into the label scale (harness/scoring/constrained.py),
-    # a protocol of its own whose numbers are never set against the paper's; None: the reply as the model wrote it.
-    constrain: str | None = None
-    parse: str = "first-number"  # "strict" adds a second metric set (spearman_strict, ...); never replaces it
-    shot_seed: int | None = None  # None: --seed for "seeded", 42 for "reference" (run_sts_fewshot.py's default)
-    # --truncate-input: prompt tokens the hf backend keeps; "paper": 512 for the T5 family as the reference code's
-    # tokenizer (truncation=True) cut them, none otherwise (harness/config/paper.py); None: the whole prompt.
-    truncate_input: str | None = None
-    # Inline thought delimiters split off before parsing (harness/scoring/reasoning.py parse_tags): "auto" (every
-    # known format), "none", or a comma list of format names and "OPEN CLOSE" pairs.
-    think_tags: str = "auto"
-    config_file: str | None = None  # --config: the TOML file or recipe these settings came from (with the command line)
+    model: str = option(
+        help="required: model name (gpt-4o, claude-..., a hub id or directory with --backend vllm|hf, "
+        "or an offline baseline: overlap, random)",
+        required=True,
+        grid=True,
+        check=a_model,
+    )
+    backend: str | None = option(  # None: chosen from the model name
+        None,
+        "{listed} (default: implied by the model name; with --base-url an unknown name means openai)",
+        listed="harness.calling.backends:BACKENDS",
+    )
+    dataset: str = option("csts", "dataset to evaluate", choices="harness.datasets.load:SPLITS", grid=True)
+    split: str = option("validation", "validation, test (C-STS: writes the submission) or train")
+    shots: int = option(
+        0, "in-context examples k (C-STS: k/2 sentence pairs, both conditions)", grid=True, check=at_least(0)
+    )
+    instr: str = option(
+        "none", "instruction level: {listed}", listed="harness.prompting.render:INSTRUCTIONS", grid=True
+    )
+    template: str | None = option(  # None: derived from dataset + instr
+        None,
+        "template name under templates/<dataset>/, or a .j2 file of your own; overrides --instr "
+        "(default: from --instr)",
+    )
+    seed: int = option(0, "seeds shot choice and the invalid-output fallback")
+    limit: int | None = option(None, "evaluate only the first N queries (default: all)", check=at_least(1))
+    # The K-th of N deterministic parts of the queries (positions K-1, K-1+N, ...; 1-based K), for a job array;
+    # `report` merges the parts (harness/results/shards.py). None: every query.
+    shard: tuple[int, int] | None = option(
+        None,
+        "run the K-th of N deterministic parts of the queries (K-1, K-1+N, ...: a job of an array); `report` "
+        "merges them (default: all)",
+        metavar="K/N",
+        convert=k_of_n,
+    )
+    labels: str = option("original", "original, reannotated (Tu et al. 2024) or a labels FILE")
+    subset: str = option("all", "all, reannotated-test or reannotated-train (seeded 70/30 of re-annotated)")
+    subset_seed: int = option(0, "seed of the 70/30 re-annotated split")
+    variant: str = option(
+        "sentences",
+        "sentences (the paper's prompt); qa: answer each condition as a question, then score the answers "
+        "(Tu et al. 2024); qa-embed: cosine of the answers' embeddings (--model is the embedding model); case: "
+        "sentence and condition embedded together (Zhang et al. 2025; --model embeds)",
+        choices="harness.variants:VARIANTS",
+    )
+    answer_model: str | None = option(None, "qa variants: the model that answers the questions (default: --model)")
+    answer_backend: str | None = option(
+        None, "qa variants: the answer model's backend (default: by its name, else --backend)"
+    )
+    answers: Path | None = option(
+        None, "qa variants: reuse answers.jsonl from an earlier run (default: none)", check=regular_file("answers file")
+    )
+    data_dir: Path | None = option(None, "directory with csts_{train,validation,test}.csv (default: $CSTS_DATA_DIR)")
+    archive: Path | None = option(
+        None,
+        "the official encrypted release csts.tar.enc, decrypted in memory (default: none)",
+        check=regular_file("C-STS archive"),
+    )
+    password_file: Path | None = option(  # the path only: the password itself is never stored
+        None,
+        "file holding the archive's password (default: the password itself in $CSTS_PASSWORD)",
+        check=regular_file("password file"),
+    )
+    config_file: str | None = option(  # the TOML file or recipe these settings came from (with the command line)
+        None,
+        "a TOML file of options (keys as the options are named, without --; lists for a sweep), or a bundled "
+        "recipe's name (run_eval.py --config list); the command line overrides it (default: none)",
+        flag="--config",
+        metavar="FILE|RECIPE",
+    )
+    results_dir: Path = option(Path("results"), "where run folders are written")
+    run_id: str | None = option(
+        None, "name of the run folder, a plain name (default: dataset-split-model-k-instr-time)", check=check_run_id
+    )
+    dry_run: bool = option(False, "render every prompt and count tokens; call no model")
+    progress: bool = option(True, "no progress bar")
+    # None: the backend's default: raw text for local engines and OpenAI-compatible servers (as the paper sent
+    # open models), chat for hosted OpenAI and Anthropic (chat-only).
+    chat: bool | None = option(
+        None,
+        "--chat: wrap the prompt in the model's chat template (one user message); --no-chat: raw text, "
+        "as the paper sent it to open models (default: the backend's: raw for vllm, hf and --base-url servers, "
+        "chat for the chat-only hosted APIs and OpenAI's model names)",
+        group=DECODING,
+    )
+    stop: tuple[str, ...] = option(
+        (), "stop sequence, repeatable (default: none, the paper's protocol)", group=DECODING, metavar="STR",
+        check=non_empty,
+    )  # fmt: skip
+    max_tokens: int = option(  # Deshpande et al. 2023, App. A.3: 20
+        20,
+        "output tokens per scoring request (Deshpande et al. 2023: 20; the reference code's GPT call used 5; "
+        "reasoning models use --reasoning-tokens instead)",
+        group=DECODING,
+        metavar="N",
+        check=at_least(1),
+    )
+    shot_sampler: str = option(
+        "seeded",
+        "seeded: shots drawn per query from (seed, query id), independent of order and --limit; reference: "
+        "the published script's one random stream",
+        group=DECODING,
+        choices=SHOT_SAMPLERS,
+    )
+    shot_seed: int | None = option(  # None: --seed for "seeded", 42 for "reference" (run_sts_fewshot.py's default)
+        None, "seed of the shot choice alone (default: --seed; 42 for --shot-sampler reference)", group=DECODING
+    )
+    # Prompt tokens the hf backend keeps; "paper": 512 for the T5 family as the reference code's tokenizer
+    # (truncation=True) cut them, none otherwise (harness/config/paper.py); None: the whole prompt.
+    truncate_input: str | None = option(
+        None,
+        "hf backend: keep each prompt's first N tokens (paper: 512 for the T5 family, as the reference code's "
+        "tokenizer cut them; none for other models); default: the whole prompt",
+        group=DECODING,
+        metavar="N|paper",
+    )
+    scoring: str = option(
+        "parsed",
+        "parsed: the first number of the reply (the paper); expected: probability-weighted score",
+        group=DECODING,
+        choices=SCORINGS,
+    )
+    # The backend forces the answer into the label scale (harness/scoring/constrained.py), a protocol of its own
+    # whose numbers are never set against the paper's; None: the reply as the model wrote it.
+    constrain: str | None = option(
+        None,
+        "the backend forces the reply into the label scale: native (default: JSON schema, forced tool call, "
+        "choice or token restriction) or grammar (a llama.cpp server's GBNF field); a protocol of its own, never "
+        "compared with the paper's numbers",
+        group=DECODING,
+        choices=CONSTRAIN_MODES,
+        const="native",
+    )
+    parse: str = option(  # "strict" adds a second metric set (spearman_strict, ...); never replaces it
+        "first-number",
+        "first-number: the paper's rule only; strict: also report *_strict metrics, where a score must "
+        "stand alone or follow an answer cue (the paper's numbers are unchanged)",
+        group=DECODING,
+        choices=PARSE_MODES,
+    )
+    # Inline thought delimiters split off before parsing (harness/scoring/reasoning.py parse_tags)
+    think_tags: str = option(
+        "auto",
+        "inline thought delimiters split off before the first number is read: auto (every known format: "
+        "{listed}), none, or a comma list of those names and 'OPEN CLOSE' pairs",
+        group=DECODING,
+        metavar="auto|none|NAMES",
+        listed="harness.scoring.reasoning:THINK_TAGS",
+    )
+    api: ApiOptions = section(ApiOptions, API)
+    local: LocalOptions = section(LocalOptions, LOCAL)
+    embed: EmbedOptions = section(EmbedOptions, CASE, prefix="case-")  # --variant case only

@@ -90,7 +90,7 @@ BAD_INPUT: list[Case] = [
     ("a directory where a CSV should be", _split_file(None, "dir"), "csts_validation.csv is a directory"),
     ("a file as --data-dir", _args("--model", "overlap", "--data-dir", "DATA/csts_train.csv"), "is not a directory"),
     ("a FIFO as --archive", _fifo("--archive", "--password-file", "DATA/csts_train.csv"), "C-STS archive"),
-    ("a FIFO as --password-file", _fifo("--password-file", "--archive", "DATA"), "password file"),
+    ("a FIFO as --password-file", _fifo("--password-file", "--archive", "DATA/csts_train.csv"), "password file"),
     ("a directory as --archive", _args("--model", "overlap", "--archive", "DATA"), "C-STS archive"),
     # names and paths
     ("--run-id ../../x", _args("--model", "overlap", "--data-dir", "DATA", "--run-id", "../../x"), "plain folder name"),

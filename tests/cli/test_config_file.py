@@ -12,9 +12,9 @@ import pytest
 
 from harness.cli.config_file import RECIPES, recipe_names
 from harness.cli.config_run import parse_runs
-from harness.cli.configs import shard_arg
 from harness.cli.main import main
 from harness.cli.options import run_parser
+from harness.config.checks import shard
 from harness.reporting.published import PAPER_RESULTS
 
 
@@ -34,7 +34,7 @@ def sample(action: argparse.Action) -> object:
         return 7
     if convert is float:
         return 0.5
-    if convert is shard_arg:
+    if convert is shard:
         return "1/2"
     return "x"
 

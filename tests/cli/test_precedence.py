@@ -263,10 +263,16 @@ BAD: list[tuple[list[str], str]] = [
     (["--dataset", "sick"], "argument --dataset: invalid choice: 'sick' (choose from 'csts', 'stsb')"),
     (["--dataset", "stsb,sick"], "unknown dataset 'sick' in --dataset; choose from csts, stsb"),
     (["--seed", "1,2"], "argument --seed: invalid int value: '1,2'"),
-    (["--variant", "pairs"], "argument --variant: invalid choice: 'pairs' (choose from 'sentences', 'qa', 'qa-embed', 'case')"),  # noqa: E501
+    (
+        ["--variant", "pairs"],
+        "argument --variant: invalid choice: 'pairs' (choose from 'sentences', 'qa', 'qa-embed', 'case')",
+    ),
     (["--shard", "3/2"], "argument --shard: '3/2' is not K/N with 1 <= K <= N (e.g. 2/4)"),
     (["--reasoning", "maybe"], "argument --reasoning: invalid choice: 'maybe' (choose from 'auto', 'yes', 'no')"),
-    (["--dtype", "int4"], "argument --dtype: invalid choice: 'int4' (choose from 'auto', 'float32', 'float16', 'bfloat16')"),  # noqa: E501
+    (
+        ["--dtype", "int4"],
+        "argument --dtype: invalid choice: 'int4' (choose from 'auto', 'float32', 'float16', 'bfloat16')",
+    ),
     (["--constrain", "json"], "argument --constrain: invalid choice: 'json' (choose from 'native', 'grammar')"),
     (["--timeout", "soon"], "argument --timeout: invalid float value: 'soon'"),
     (["--limit", "0"], "--limit must be at least 1, got 0"),
@@ -279,14 +285,27 @@ BAD: list[tuple[list[str], str]] = [
     (["--wait-for-server", "inf"], "--wait-for-server must be a number 0 or more, got inf"),
     (["--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization must be a share in (0, 1], got 1.5"),
     (["--tensor-parallel", "0"], "--tensor-parallel must be at least 1, got 0"),
-    (["--run-id", "a/b"], "--run-id 'a/b' must be a plain folder name (no '/' or '\\', not empty, not starting with '.')"),  # noqa: E501
+    (
+        ["--run-id", "a/b"],
+        "--run-id 'a/b' must be a plain folder name (no '/' or '\\', not empty, not starting with '.')",
+    ),
     (["--stop", ""], "--stop needs a non-empty string"),
-    (["--base-url", "127.0.0.1:1/v1"], "--base-url '127.0.0.1:1/v1' needs http:// or https:// in front (e.g. http://127.0.0.1:1/v1)"),  # noqa: E501
+    (
+        ["--base-url", "127.0.0.1:1/v1"],
+        "--base-url '127.0.0.1:1/v1' needs http:// or https:// in front (e.g. http://127.0.0.1:1/v1)",
+    ),
     (["--parse", "lenient"], "argument --parse: invalid choice: 'lenient' (choose from 'first-number', 'strict')"),
-    (["--batch-wait", "0"], "--batch-wait and --batch-max-requests go with --batch"),
-    (["--batch", "--no-cache"], "--batch keeps answers and batch ids in the response cache: it cannot run with --no-cache"),  # noqa: E501
-    (["--batch", "--batch-wait", "-1"], "--batch-wait must be 0 or more, got -1.0"),
-    (["--batch", "--batch-poll", "0"], "--batch-poll must be positive, got 0.0"),
+    # Generated from the declarations since issue 33: the option typed without --batch is named, and --batch-wait
+    # and --batch-poll share every float's check (nan and inf were taken before)
+    (["--batch-wait", "0"], "--batch-wait: the --batch-* options go with --batch"),
+    (["--batch-poll", "5"], "--batch-poll: the --batch-* options go with --batch"),
+    (["--batch", "--batch-wait", "nan"], "--batch-wait must be a number 0 or more, got nan"),
+    (
+        ["--batch", "--no-cache"],
+        "--batch keeps answers and batch ids in the response cache: it cannot run with --no-cache",
+    ),
+    (["--batch", "--batch-wait", "-1"], "--batch-wait must be a number 0 or more, got -1.0"),
+    (["--batch", "--batch-poll", "0"], "--batch-poll must be a positive number, got 0.0"),
     (["--batch", "--batch-max-requests", "0"], "--batch-max-requests must be at least 1, got 0"),
     (["--case-ffn-dim", "x"], "argument --case-ffn-dim: invalid int value: 'x'"),
     (["--prices", "nope.json"], "price table nope.json does not exist"),
@@ -304,3 +323,44 @@ def test_a_bad_value_is_this_one_line_and_exit_2(
     assert err == f"error: {line}\n" or err.startswith(f"error: {line} (see `run_eval.py --help`)")
     assert err.count("\n") == 1 and list(tmp_path.iterdir()) == []
 
+
+# --- reannotate takes the run's options it shares with a run, worded and checked as for a run ------------------
+
+REANNOTATE: list[tuple[list[str], str, Any]] = [
+    (["--backend", "openai"], "backend", "openai"),
+    (["--split", "train"], "split", "train"),
+    (["--limit", "4"], "limit", 4),
+    (["--max-tokens", "9"], "max_tokens", 9),
+    (["--no-chat"], "chat", False),
+    (["--think-tags", "none"], "think_tags", "none"),
+    (["--data-dir", "d"], "data_dir", Path("d")),
+    (["--results-dir", "r"], "results_dir", Path("r")),
+    (["--dry-run"], "dry_run", True),
+    (["--no-progress"], "progress", False),
+    (["--concurrency", "3"], "api.concurrency", 3),
+    (["--reasoning", "no"], "api.reasoning", False),
+    (["--batch", "--batch-poll", "5"], "api.batch.poll", 5.0),
+    (["--dtype", "float16"], "local.dtype", "float16"),
+]
+
+
+def _reannotate(*argv: str) -> RunConfig:
+    from harness.cli.declared import build
+    from harness.cli.reannotate import reannotate_parser
+
+    config: RunConfig = build(RunConfig, reannotate_parser().parse_args(["--model", "m", "--out", "x.tsv", *argv]))
+    return config
+
+
+@pytest.mark.parametrize(("argv", "field", "value"), REANNOTATE, ids=[" ".join(r[0]) for r in REANNOTATE])
+def test_reannotate_takes_the_runs_options_into_its_config(argv: list[str], field: str, value: Any) -> None:
+    got = _get(_reannotate(*argv), field)
+    assert got == value and type(got) is type(value)
+
+
+def test_reannotates_defaults_are_a_runs_but_its_own_reply_budget() -> None:
+    from harness.variants.reannotate import MAX_TOKENS
+
+    config = _reannotate()
+    assert config.max_tokens == MAX_TOKENS != RunConfig.max_tokens
+    assert dataclasses.asdict(config) == dataclasses.asdict(RunConfig(model="m", max_tokens=MAX_TOKENS))

@@ -1,0 +1,148 @@
+"""RunConfig's option groups, each field with its option (harness/config/option.py): how API backends are reached
+and --batch, how local GPU backends run a model, and the embedding protocol of --variant case. No keys here."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.config.checks import at_least, finite, http_urls, regular_file, share
+from harness.config.option import option, switch
+
+DTYPES = ("auto", "float32", "float16", "bfloat16")  # weights and activations (auto: the checkpoint's)
+API = "API backends (openai, anthropic, OpenAI-compatible servers)"
+LOCAL = "local GPU backends (vllm, hf)"
+CASE = "embedding protocol (--variant case, Zhang et al. 2025)"
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """--batch: what the cache cannot answer goes through the provider's batch endpoint (harness/batch)."""
+
+    wait: float | None = option(
+        None,
+        "--batch: seconds to wait for results (default: until they end); 0: submit and exit with status 4",
+        metavar="S",
+        check=finite(),
+    )
+    poll: float = option(60.0, "--batch: seconds between status checks", metavar="S", check=finite(positive=True))
+    max_requests: int | None = option(
+        None, "--batch: requests per batch (default: provider's limit)", metavar="N", check=at_least(1)
+    )
+    # When this invocation began: a request that failed in a batch since then is an error until the next run.
+    started: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class ApiOptions:
+    """How API backends (openai, anthropic, OpenAI-compatible servers) are reached, and the cache."""
+
+    base_urls: tuple[str, ...] = option(
+        (),
+        "OpenAI-compatible server URL, e.g. http://127.0.0.1:8000/v1; repeatable, spreads the load "
+        "(default: the provider's)",
+        flag="--base-url",
+        check=http_urls,
+    )
+    # A ceiling: 429s shrink the window (calling/limiter.py)
+    concurrency: int = option(
+        128,
+        "the most API requests in flight; 429s shrink it while the provider is at its limit, then it grows back",
+        check=at_least(1),
+    )
+    rpm: float | None = option(
+        None, "pace API requests to this many a minute (default: as the provider says)", check=finite(positive=True)
+    )
+    tpm: float | None = option(
+        None, "pace prompt tokens to this many a minute (default: as the provider says)", check=finite(positive=True)
+    )
+    timeout: float = option(120.0, "seconds per attempt before it is retried", check=finite(positive=True))
+    max_retries: int = option(8, "retries per request on 408/409/429/5xx/529/timeouts", check=at_least(0))
+    wait_for_server: float = option(
+        10.0,
+        "how long to keep trying a server that has not answered yet (refused, unreachable) before the run "
+        "stops (default %(default)g; longer for a server that is still starting)",
+        metavar="SECONDS",
+        check=finite(),
+    )
+    max_reply_mb: float = option(  # decompressed (calling/backends/transport.py)
+        32.0,
+        "the most MB of one API reply's body read, after decompression (default %(default)g); a larger "
+        "answer is kept as malformed, reason too-large",
+        metavar="MB",
+        check=finite(positive=True),
+    )
+    cache: Path | None = option(None, "response cache file (default: RESULTS_DIR/cache.sqlite)")
+    no_cache: bool = option(False, "neither read nor write the response cache")
+    refresh: bool = option(False, "ignore cached answers; send again and store the new ones")
+    max_cost: float | None = option(
+        None, "US dollars this run may spend; stops sending before that (default: no limit)", check=finite()
+    )
+    prices: Path | None = option(
+        None, "JSON price table (default: harness/data/prices.json)", check=regular_file("price table")
+    )
+    reasoning: bool | None = option(  # None: from the model name (o1, o3, o4, gpt-5 ...)
+        None,
+        "a reasoning model: a thinking budget beside the answer's (OpenAI: max_completion_tokens, no "
+        "temperature; Anthropic: extended thinking; open models: a total budget and the chat template's "
+        "enable_thinking). auto: by name (OpenAI's o-series and gpt-5; with --chat, Qwen3, DeepSeek-R1, gpt-oss, "
+        "QwQ ...); Claude thinks only with yes",
+        words=(("auto", None), ("yes", True), ("no", False)),
+    )
+    reasoning_tokens: int = option(
+        2048,
+        "the thinking budget: OpenAI's max_completion_tokens (reasoning plus the answer); Anthropic's "
+        "budget_tokens (min 1024) and open models' thought, each with --max-tokens more for the answer",
+        check=at_least(1),
+    )
+    reasoning_effort: str | None = option(None, "reasoning_effort for reasoning models, e.g. low (default: not sent)")
+    anthropic_greedy: bool = option(
+        False,
+        "temperature 0 via API version 2023-06-01 (models that still allow it); default: the model's sampling",
+    )
+    # None: one request at a time (harness/calling/dispatch.py)
+    batch: BatchOptions | None = switch(
+        BatchOptions, "send uncached requests through the provider's batch endpoint (50%% off)", prefix="batch-"
+    )
+
+
+@dataclass(frozen=True)
+class LocalOptions:
+    """How local GPU backends (vllm, hf) load and run a model."""
+
+    dtype: str = option("auto", "weights and activations (auto: the checkpoint's)", choices=DTYPES)
+    tensor_parallel: int = option(1, "vllm: split the model over N GPUs", metavar="N", check=at_least(1))
+    gpu_memory_utilization: float = option(0.9, "vllm: share of GPU memory, in (0, 1]", metavar="F", check=share)
+    max_model_len: int | None = option(
+        None, "vllm: context length (default: the model's)", metavar="N", check=at_least(1)
+    )
+    batch_size: int | None = option(
+        None, "hf: prompts per batch (default: chosen to fit memory)", metavar="N", check=at_least(1)
+    )
+
+
+@dataclass(frozen=True)
+class EmbedOptions:
+    """--variant case (Zhang et al. 2025, harness/variants/case.py): how sentences and conditions are embedded."""
+
+    setting: str | None = option(
+        None,
+        "the encoding whose cosines are the predictions: cond-c, cond, sent-c, sent (Zhang et al. 2025, "
+        "Table 1) or plain (the sentence alone); every setting is in metrics.json (default: cond-c; STS-B: plain)",
+        metavar="NAME",
+    )
+    inputs: str = option(
+        "instruct",
+        "instruct: the paper's instructions for LLM encoders; concat: condition and sentence concatenated, "
+        "as for its MLM encoders",
+        metavar="STYLE",
+    )
+    ffn: str = option(  # the CASE projection (§3.2)
+        "none",
+        "none, linear or nonlinear: train the CASE projection on the C-STS train split, epoch chosen on "
+        "validation, and score with it",
+        metavar="KIND",
+    )
+    ffn_dim: int = option(512, "projected dimensions", metavar="N")  # Zhang et al. 2025, Table 3: 512
+    ffn_epochs: int = option(100, "training epochs (the best kept)", metavar="N")
