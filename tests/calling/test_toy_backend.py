@@ -18,6 +18,7 @@ from harness.calling.backends.offline import overlap_score, query_pair
 from harness.config.settings import ApiOptions, RunConfig
 from harness.datasets.load import LABEL_RANGES
 from harness.runner import run
+from harness.types import HarnessError
 from tests.fake_server import FakeServer
 
 # The one line a new provider adds to harness/calling/backends/__init__.py BACKENDS.
@@ -48,6 +49,8 @@ class ToyServer(FakeServer):
         body = await request.json()
         self.bodies.append(body)
         self.keys.append(request.headers.get("X-Toy-Key"))
+        if self.keys[-1] != KEY:  # echoing the key it was given, as providers do
+            return web.json_response({"error": {"message": f"unknown key {self.keys[-1]}"}}, status=401)
         if len(self.bodies) == 1:
             return web.json_response({"error": {"message": "warming up"}}, status=503)
         prompt = body["input"]
@@ -101,7 +104,17 @@ def test_a_new_http_provider_runs_end_to_end(monkeypatch: pytest.MonkeyPatch, tm
     assert config_json["backend_params"]["endpoint"] == "/v1/rate"
     for path in [*first.run_dir.rglob("*"), tmp_path / "cache.sqlite"]:
         assert not path.is_file() or KEY.encode() not in path.read_bytes()
+    assert len(PROVIDER.read_text(encoding="utf-8").splitlines()) < 100  # the provider: its mapping only
 
 
-def test_the_provider_is_under_100_lines() -> None:
-    assert len(PROVIDER.read_text(encoding="utf-8").splitlines()) < 100
+def test_its_errors_are_mapped_and_its_key_redacted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A 401 stops the run in one line (HTTPBackend's error mapping), without the key the server echoed."""
+    wrong = "toy-http-wrong-key-000000"
+    monkeypatch.setitem(BACKENDS, "toyhttp", TOY)
+    monkeypatch.setenv("TOY_HTTP_KEY", wrong)
+    with ToyServer() as server, pytest.raises(HarnessError) as err:
+        api = ApiOptions(base_urls=(f"http://127.0.0.1:{server.port}",), cache=tmp_path / "cache.sqlite")
+        run(RunConfig(model="toyhttp-1", dataset="stsb", limit=4, progress=False, api=api, results_dir=tmp_path / "r"))
+    assert server.keys and set(server.keys) == {wrong}
+    message = str(err.value)
+    assert "HTTP 401: unknown key" in message and wrong not in message and "\n" not in message

@@ -211,9 +211,10 @@ class Route:
         """Post `body` (capturing the template with `create` the first time): the reply's body, unread (the
         backend reads it with reading.py `read_reply`, which never loses it), and what its rate-limit headers
         said. An error status is raised as ErrorReply."""
-        if self.template is None:
+        template = self.template
+        if template is None:
             assert create is not None, "a route without a template captures one from its SDK"
-        template = self.template or await self.prepare(create)
+            template = await self.prepare(create)
         try:
             status, headers, content = await self.link.request(
                 "POST", self._target, self._headers, template.encode(body)

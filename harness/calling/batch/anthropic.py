@@ -28,8 +28,7 @@ class AnthropicBatches(BatchProvider):
     """Message Batches for one Anthropic backend."""
 
     name = "anthropic"
-    max_requests = MAX_REQUESTS
-    max_bytes = MAX_BYTES
+    max_requests, max_bytes = MAX_REQUESTS, MAX_BYTES
     backend: AnthropicBackend
 
     def item_size(self, item: Item) -> int:
