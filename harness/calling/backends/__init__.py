@@ -1,8 +1,9 @@
 """Explicit wiring from a model name to a backend: one table that describes every backend, no registries.
 
-Adding a provider: one module in this folder (a LocalBackend or RemoteBackend of base.py, and a
-`from_config(config)` that builds it) and one line in BACKENDS below. Validation (harness/calling/validate.py,
-harness/variants/validate.py), pricing, --batch and provenance read the line; nothing else names a backend."""
+Adding a provider: one module in this folder (a LocalBackend or RemoteBackend of base.py, an API over HTTP an
+HTTPBackend of provider.py, and a `from_config(config)` that builds it) and one line in BACKENDS below. Validation
+(harness/calling/validate.py, harness/variants/validate.py), pricing, --batch, reasoning budgets, qa-embed and
+provenance read the line; nothing else names a backend (tests/calling/test_backend_names.py)."""
 
 from __future__ import annotations
 
