@@ -44,8 +44,9 @@ def check_model(config: RunConfig, model: str, name: str, generates: bool) -> No
         raise HarnessError(f"no model directory at {model}, and it is no hub id (NAME or NAMESPACE/NAME)")
     if d.remote and config.api.max_cost is not None and price_for(model, config.api.prices) is None:
         raise HarnessError(f"--max-cost needs a price for {model!r}: none in the package table; pass --prices FILE")
-    if model == config.model and truncation(config.truncate_input, model) is not None and name != "hf":
-        raise HarnessError(f"--truncate-input: only the hf backend truncates prompts ({model} runs on {name})")
+    if model == config.model and truncation(config.truncate_input, model) is not None and not d.truncates:
+        which = " and ".join(n for n, b in BACKENDS.items() if b.truncates)
+        raise HarnessError(f"--truncate-input: only the {which} backend truncates prompts ({model} runs on {name})")
     if d.remote and not config.api.base_urls:  # a --base-url server's names are its own
         check_model_name(model, config.api.prices)
     if generates and d.kind != "baseline":  # baselines read the prompt as text: no template, no stop sequences
@@ -56,7 +57,7 @@ def check_model(config: RunConfig, model: str, name: str, generates: bool) -> No
 def check_reasoning(config: RunConfig, model: str, name: str) -> None:
     """Reasoning options the model cannot take are refused rather than sent (and rejected) or dropped."""
     api = config.api
-    hosted = name == "openai" and default_chat(model, api.base_urls)  # OpenAI's own names: thinking.py
+    hosted = described(name).thinking == "openai-names" and default_chat(model, api.base_urls)  # thinking.py
     if hosted and is_reasoning_model(model) and api.reasoning is False:
         raise HarnessError(
             f"--reasoning no: {model} is one of OpenAI's reasoning models, which always reason and reject the "
@@ -72,9 +73,9 @@ def check_reasoning(config: RunConfig, model: str, name: str) -> None:
 
 def check_decoding(config: RunConfig, name: str, d: Description) -> None:
     """--chat/--no-chat and --stop on a backend that generates text."""
-    if config.chat is False and (d.chat == "only" or (d.chat == "openai" and not config.api.base_urls)):
+    if config.chat is False and (d.chat == "only" or (d.chat == "openai-names" and not config.api.base_urls)):
         raise HarnessError(f"--no-chat: {name} models are chat-only (raw text goes to OpenAI-compatible servers)")
-    if name == "anthropic" and config.api.reasoning:  # extended thinking (README "Reasoning models")
+    if d.thinking == "when-asked" and config.api.reasoning:  # Claude's extended thinking (README "Reasoning models")
         if config.api.anthropic_greedy:
             raise HarnessError("--reasoning yes: Claude's extended thinking cannot be combined with --anthropic-greedy")
         if config.api.reasoning_tokens < ANTHROPIC_MIN_THINKING:

@@ -45,11 +45,6 @@ def git_commit() -> dict[str, str | bool | None]:
         return {"commit": None, "dirty": None}
 
 
-# The providers' own APIs: a run that called anything else (--base-url, OPENAI_BASE_URL: a proxy, a local stand-in)
-# did not necessarily ask the model its name says, so a published number for that name is not set beside it.
-PROVIDER_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
-
-
 def endpoints(config: Mapping[str, Any]) -> list[str]:
     """The endpoints other than its provider's own API that a run (its config.json) sent requests to: the base URLs
     the backend recorded (what the SDK resolved), else those given in the settings; [] for the provider's API."""
@@ -57,5 +52,8 @@ def endpoints(config: Mapping[str, Any]) -> list[str]:
     given = ((config.get("settings") or {}).get("api") or {}).get("base_urls") or []
     recorded = params.get("base_urls") if isinstance(params, dict) else None
     urls = recorded or given
-    own = PROVIDER_URLS.get(str(config.get("backend")))
+    # The provider's own API (its `url` in BACKENDS): a run that called anything else (--base-url, OPENAI_BASE_URL:
+    # a proxy, a local stand-in) did not necessarily ask the model its name says, so no published number is set beside.
+    described = BACKENDS.get(str(config.get("backend")))
+    own = described.url if described else None
     return sorted({str(u) for u in urls if str(u).rstrip("/") != own})

@@ -54,7 +54,7 @@ def scoring_backend(config: RunConfig) -> str:
     name = backend_name(config)
     d = described(name)
     if described_variant(config.variant).embeds:
-        if not d.embeds:
+        if d.embedder is None:
             raise HarnessError(
                 f"--variant {config.variant} needs an embedding model (OpenAI: text-embedding-3-small, ...; local: "
                 f"--backend sentence-transformers --model DIR), not a {name} model"

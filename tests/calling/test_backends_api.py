@@ -92,7 +92,7 @@ def test_anthropic_by_default_sends_no_temperature_and_records_sampled_decoding(
 
 def test_anthropic_greedy_pins_the_old_api_version_and_sends_temperature_0() -> None:
     with FakeServer() as server:
-        backend = make("anthropic", server, greedy=True)
+        backend = make("anthropic", server, anthropic_greedy=True)
         send(backend)
     call = server.calls[0]
     assert call.body["temperature"] == 0.0 and call.headers["anthropic-version"] == "2023-06-01"

@@ -82,7 +82,7 @@ def test_body_is_exactly_what_goes_on_the_wire(chat: bool) -> None:
 
 def test_anthropic_body_is_exactly_what_goes_on_the_wire() -> None:
     with FakeServer() as server:
-        backend = AnthropicBackend("claude-x", "k" * 20, [server.anthropic_url], greedy=True, stop=["\n"])
+        backend = AnthropicBackend("claude-x", "k" * 20, [server.anthropic_url], anthropic_greedy=True, stop=["\n"])
         send(backend)
     (call,) = server.calls
     assert call.path == backend.endpoint == "/v1/messages" and call.body == backend.body(REQ)

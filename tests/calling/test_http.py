@@ -36,7 +36,7 @@ OPENAI_SHAPES: dict[str, dict[str, Any]] = {
 }
 ANTHROPIC_SHAPES: dict[str, dict[str, Any]] = {
     "default": {},
-    "greedy (temperature in extra_body, API version pinned)": {"greedy": True},
+    "greedy (temperature in extra_body, API version pinned)": {"anthropic_greedy": True},
     "stop sequences": {"stop": ["\n"]},
 }
 

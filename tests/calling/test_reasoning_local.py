@@ -45,12 +45,12 @@ def test_open_reasoning_models_are_known_by_name(model: str, thinks: bool) -> No
 
 
 def test_auto_detection_needs_a_chat_template_and_explicit_settings_win() -> None:
-    assert thinking_for("vllm", "Qwen/Qwen3-8B", None, 512, chat=True) == Thinking(True, 512, True)
-    assert thinking_for("vllm", "Qwen/Qwen3-8B", None, 512, chat=False) == Thinking(False, 512, None)  # raw prompt
-    assert thinking_for("hf", "Qwen/Qwen3-8B", False, 512, chat=True) == Thinking(False, 512, False)
-    assert thinking_for("anthropic", "claude-sonnet-4-6", None, 2048, chat=True).on is False  # only when asked
-    assert thinking_for("openai", "o3", None, 900, chat=True).max_tokens(20) == 900  # one cap, answer included
-    assert thinking_for("vllm", "m", True, 900, chat=False).max_tokens(20) == 920  # thought + answer
+    assert thinking_for("by-name", "Qwen/Qwen3-8B", None, 512, chat=True) == Thinking(True, 512, True)
+    assert thinking_for("by-name", "Qwen/Qwen3-8B", None, 512, chat=False) == Thinking(False, 512, None)  # raw prompt
+    assert thinking_for("by-name", "Qwen/Qwen3-8B", False, 512, chat=True) == Thinking(False, 512, False)
+    assert thinking_for("when-asked", "claude-sonnet-4-6", None, 2048, chat=True).on is False  # only when asked
+    assert thinking_for("openai-names", "o3", None, 900, chat=True).max_tokens(20) == 900  # one cap, answer included
+    assert thinking_for("by-name", "m", True, 900, chat=False).max_tokens(20) == 920  # thought + answer
 
 
 class ThinkingLLM:

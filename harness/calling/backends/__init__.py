@@ -1,8 +1,9 @@
 """Explicit wiring from a model name to a backend: one table that describes every backend, no registries.
 
-Adding a provider: one module in this folder (a LocalBackend or RemoteBackend of base.py, and a
-`from_config(config)` that builds it) and one line in BACKENDS below. Validation (harness/calling/validate.py,
-harness/variants/validate.py), pricing, --batch and provenance read the line; nothing else names a backend."""
+Adding a provider: one module in this folder (a LocalBackend or RemoteBackend of base.py, an API over HTTP an
+HTTPBackend of provider.py, and a `from_config(config)` that builds it) and one line in BACKENDS below. Validation
+(harness/calling/validate.py, harness/variants/validate.py), pricing, --batch, reasoning budgets, qa-embed and
+provenance read the line; nothing else names a backend (tests/calling/test_backend_names.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, cast
 
-from harness.calling.backends.base import Backend, api_key
+from harness.calling.backends.base import Backend, Decoding, api_key
 from harness.calling.backends.local_models import KNOWN_MODELS
 from harness.calling.backends.offline import OFFLINE_MODELS
 from harness.calling.backends.thinking import Thinking, thinking_for
@@ -30,15 +31,21 @@ class Description:
     # api: a priced remote API (--max-cost, an API key, retries); engine: a language model run here; baseline:
     # an offline scorer, not a language model (no template, no stop sequences, no answers); embedder: embeds only
     kind: Literal["api", "engine", "baseline", "embedder"]
-    # How a prompt goes out. only: one chat message, always (--no-chat refused); openai: chat at the provider
+    # How a prompt goes out. only: one chat message, always (--no-chat refused); openai-names: chat at the provider
     # and for OpenAI's model names, raw text to other models on --base-url servers; template: raw text unless
     # --chat applies the model's chat template; none: the prompt is read as text, nothing to choose.
-    chat: Literal["only", "openai", "template", "none"] = "none"
+    chat: Literal["only", "openai-names", "template", "none"] = "none"
     stop: bool = False  # sends --stop sequences
     logprobs: bool = False  # gives the first output token's top log-probabilities (--scoring expected)
     constrain: str | None = None  # how it forces the answer into the label scale (--constrain); None: it cannot
-    embeds: bool = False  # can embed the qa-embed variant's answers
+    # Whether a model thinks before answering (thinking.py): openai-names: OpenAI's reasoning models by name (one cap
+    # for thought and answer), open models' names elsewhere; when-asked: only with --reasoning yes (Claude's
+    # extended thinking); by-name: an open model's name, with a chat template; None: never
+    thinking: Literal["openai-names", "when-asked", "by-name"] | None = None
+    truncates: bool = False  # cuts a prompt over the model's context (--truncate-input)
+    embedder: str | None = None  # "module:Class" that embeds the qa-embed variant's answers; None: it cannot
     key_env: str | None = None  # the environment variable holding its API key
+    url: str | None = None  # the provider's own API: a run sent elsewhere is flagged (results/provenance.py)
     batch: str | None = None  # "module:Class" of its batch endpoint (--batch); None: runs one by one
     packages: tuple[str, ...] = ()  # installed packages whose versions can change its answers (config.json)
     models: tuple[str, ...] = ()  # model names that imply it (a baseline has no others)
@@ -57,12 +64,14 @@ BACKENDS: dict[str, Description] = {
     "openai": Description(
         "harness.calling.backends.openai",
         "api",
-        chat="openai",
+        chat="openai-names",
         stop=True,
         logprobs=True,  # hosted chat models' top_logprobs, and OpenAI-compatible servers that return logprobs
         constrain="response_format json_schema (strict)",
-        embeds=True,
+        thinking="openai-names",
+        embedder="harness.calling.backends.embeddings:OpenAIEmbeddingBackend",
         key_env="OPENAI_API_KEY",
+        url="https://api.openai.com/v1",
         batch="harness.calling.batch.openai:OpenAIBatches",
         packages=("openai",),
         prefixes=("gpt-", "o1", "o3", "o4", "chatgpt", "text-"),
@@ -70,10 +79,12 @@ BACKENDS: dict[str, Description] = {
     "anthropic": Description(
         "harness.calling.backends.anthropic",
         "api",
+        key_env="ANTHROPIC_API_KEY",
+        url="https://api.anthropic.com",
         chat="only",
         stop=True,
         constrain="a forced tool call with an integer field",
-        key_env="ANTHROPIC_API_KEY",
+        thinking="when-asked",
         batch="harness.calling.batch.anthropic:AnthropicBatches",
         packages=("anthropic",),
         prefixes=("claude",),
@@ -84,6 +95,7 @@ BACKENDS: dict[str, Description] = {
         chat="template",
         logprobs=True,
         constrain="structured outputs: a choice over the scale",
+        thinking="by-name",
         packages=("vllm", "transformers", "torch"),
     ),
     "hf": Description(
@@ -92,11 +104,18 @@ BACKENDS: dict[str, Description] = {
         chat="template",
         logprobs=True,
         constrain="the first output token restricted to the scale's tokens",
-        embeds=True,
+        thinking="by-name",
+        truncates=True,
+        embedder="harness.calling.backends.embeddings:SentenceTransformerBackend",  # its directory, loaded as one
         packages=("transformers", "torch"),
         models=tuple(KNOWN_MODELS),  # weights shipped in a package
     ),
-    "sentence-transformers": Description(None, "embedder", embeds=True, packages=("sentence-transformers", "torch")),
+    "sentence-transformers": Description(
+        None,
+        "embedder",
+        embedder="harness.calling.backends.embeddings:SentenceTransformerBackend",
+        packages=("sentence-transformers", "torch"),
+    ),
 }
 
 
@@ -159,6 +178,14 @@ def constrain_scale(config: RunConfig) -> tuple[int, ...] | None:
     return scale_values(LABEL_RANGES[config.dataset])
 
 
+def decoding(config: RunConfig) -> Decoding:
+    """The run's decoding section as a remote backend sends it: --chat, --stop, --max-tokens, --scoring, --constrain."""
+    return Decoding(
+        config.chat, config.stop, config.max_tokens, config.scoring == "expected", constrain_scale(config),
+        config.constrain == "grammar",
+    )  # fmt: skip
+
+
 def chat_mode(config: RunConfig) -> bool:
     """Whether prompts go out as a chat message (--chat / --no-chat, else the backend's default): hosted APIs
     (and OpenAI's model names anywhere) are chat; OpenAI-compatible servers and local engines get raw text,
@@ -172,7 +199,7 @@ def chat_mode(config: RunConfig) -> bool:
     match d.chat if d else "none":
         case "only":
             return True
-        case "openai":
+        case "openai-names":
             from harness.calling.backends.openai_names import default_chat  # not .openai: no SDK for a name rule
 
             return default_chat(config.model, config.api.base_urls)
@@ -183,11 +210,11 @@ def chat_mode(config: RunConfig) -> bool:
 def thinking(config: RunConfig) -> Thinking:
     """The run's reasoning settings on its backend (harness/calling/backends/thinking.py), without building it."""
     try:
-        name = backend_name(config)
+        style = described(backend_name(config)).thinking
     except HarnessError:
-        name = ""
+        style = None
     api = config.api
-    return thinking_for(name, config.model, api.reasoning, api.reasoning_tokens, chat_mode(config), api.base_urls)
+    return thinking_for(style, config.model, api.reasoning, api.reasoning_tokens, chat_mode(config), api.base_urls)
 
 
 def output_budget(config: RunConfig, request: Request) -> int:

@@ -14,30 +14,18 @@ the reply's text is then that input as JSON, `{"score": 4}` (harness/scoring/con
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anthropic
+import httpx2
 from anthropic import AsyncAnthropic
 
-from harness.calling.backends import backend_key, constrain_scale
-from harness.calling.backends.base import (
-    ClientPool,
-    MalformedReply,
-    RemoteBackend,
-    clean_reply,
-    status_error,
-    unencodable_prompt,
-    usage_count,
-)
-from harness.calling.backends.http import ErrorReply, open_routes, reply_error, route_secrets, sdk_connection_error
-from harness.calling.backends.reading import read_reply
+from harness.calling.backends import described
+from harness.calling.backends.base import MalformedReply, usage_count
+from harness.calling.backends.provider import HTTPBackend
 from harness.calling.backends.thinking import thinking_for
-from harness.calling.backends.transport import MAX_REPLY_MB
-from harness.calling.redaction import Secrets, redact, redact_completion
-from harness.config.settings import RunConfig
 from harness.scoring.constrained import json_schema
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
@@ -47,79 +35,36 @@ _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 TOOL_NAME = "record_similarity"  # --constrain: the one tool the model must call
 
 
-def from_config(config: RunConfig) -> AnthropicBackend:
-    """The run's model at Anthropic or at --base-url."""
-    api = config.api
-    return AnthropicBackend(
-        config.model,
-        backend_key("anthropic", api.base_urls),
-        api.base_urls,
-        timeout=api.timeout,
-        max_reply_mb=api.max_reply_mb,
-        greedy=api.anthropic_greedy,
-        chat=config.chat,
-        stop=config.stop,
-        max_tokens=config.max_tokens,
-        reasoning=api.reasoning,
-        reasoning_tokens=api.reasoning_tokens,
-        constrain=constrain_scale(config),
-    )
-
-
 def constrain_fields(values: tuple[int, ...]) -> dict[str, Any]:
     """--constrain: one tool whose input is the score, and `tool_choice` forcing the model to call it."""
     tool = {"name": TOOL_NAME, "description": "Record the similarity score.", "input_schema": json_schema(values)}
     return {"tools": [tool], "tool_choice": {"type": "tool", "name": TOOL_NAME}}
 
 
-class AnthropicBackend(RemoteBackend):
+class AnthropicBackend(HTTPBackend):
     """Messages API; one AsyncAnthropic client per base URL, SDK retries off (dispatch retries)."""
 
     name = "anthropic"
     endpoint = ENDPOINT
+    sdk = anthropic
 
-    def __init__(
-        self,
-        model: str,
-        api_key: str,
-        base_urls: Sequence[str] = (),
-        timeout: float = 120.0,
-        max_reply_mb: float = MAX_REPLY_MB,
-        greedy: bool = False,
-        chat: bool | None = None,
-        stop: Sequence[str] = (),
-        max_tokens: int = 20,
-        reasoning: bool | None = None,
-        reasoning_tokens: int = 2048,
-        constrain: tuple[int, ...] | None = None,
-    ) -> None:
-        if chat is False:
+    def setup(self) -> None:
+        if self.decoding.chat is False:
             raise HarnessError(
-                f"--no-chat: Anthropic models are chat-only ({model!r}): the Messages API takes messages"
+                f"--no-chat: Anthropic models are chat-only ({self.model!r}): the Messages API takes messages"
             )
-        self.model = model
-        self._key = api_key
-        self.greedy = greedy
-        self.chat = True
-        self.stop = list(stop)
-        self.max_tokens = max_tokens  # what describe() records; each Request carries its own
-        self.thinking = thinking_for("anthropic", model, reasoning, reasoning_tokens, True)  # only when asked
-        self.constrain = constrain  # --constrain: the scale's integers, the forced tool's only input
-        headers = {"anthropic-version": LEGACY_API_VERSION} if greedy else None
-        urls: Sequence[str | None] = list(base_urls) or [None]
-        self.routes = open_routes(  # the SDK client and the aiohttp session per base URL (calling/backends/http.py)
-            urls,
-            timeout,
-            lambda url, http: AsyncAnthropic(
-                api_key=api_key, base_url=url, max_retries=0, timeout=timeout, default_headers=headers,
-                http_client=http,
-            ),
-            max_reply_mb,
+        api = self.api
+        self.greedy = api.anthropic_greedy
+        style = described(self.name).thinking  # only when asked
+        self.thinking = thinking_for(style, self.model, api.reasoning, api.reasoning_tokens, True)
+        self.constrain = self.decoding.constrain  # --constrain: the scale's integers, the forced tool's only input
+
+    def client(self, api_key: str, url: str | None, http: httpx2.AsyncClient) -> AsyncAnthropic:
+        headers = {"anthropic-version": LEGACY_API_VERSION} if self.greedy else None
+        return AsyncAnthropic(
+            api_key=api_key, base_url=url, max_retries=0, timeout=self.api.timeout, default_headers=headers,
+            http_client=http,
         )  # fmt: skip
-        self.clients = [r.client for r in self.routes]
-        self.base_urls = [str(c.base_url) for c in self.clients]
-        self.pool = ClientPool(self.routes)
-        self.secrets = route_secrets(api_key, self.routes)  # never stored or printed (calling/redaction.py)
 
     def body(self, request: Request) -> dict[str, Any]:
         """The exact JSON body sent to `endpoint`: `send` posts it, the batch path (harness/batch) submits it as
@@ -166,17 +111,7 @@ class AnthropicBackend(RemoteBackend):
             ),
         }
 
-    def output_budget(self, request: Request) -> int:
-        return self.thinking.max_tokens(request.max_tokens)
-
-    async def send(self, request: Request) -> Completion:
-        body = self.body(request)
-        with self.pool.lease() as route, sdk_errors(self.secrets, body):
-            reply = await route.call(body, self._capture_call(body))
-        return read_reply(request.id, reply, self.secrets, lambda d: self.completion_from(request.id, d, reply.limits))
-
-    @staticmethod
-    def _capture_call(body: dict[str, Any]) -> Callable[[AsyncAnthropic], Awaitable[Any]]:
+    def sdk_call(self, body: dict[str, Any]) -> Callable[[AsyncAnthropic], Awaitable[Any]]:
         """The SDK's own typed call for this body, run once per base URL by http.capture.
         This SDK's messages.create has no temperature argument: it travels in extra_body, and so goes last."""
         fields = {k: v for k, v in body.items() if k != "temperature"}
@@ -199,31 +134,15 @@ class AnthropicBackend(RemoteBackend):
         stop = stop if isinstance(stop, str) else None
         refusal = None
         if stop == "refusal":  # the model declined: an answer (scored invalid), its words kept
-            refusal, text = clean_reply(text or "stop_reason: refusal", self.secrets)[0], ""
-        text, truncated = clean_reply(text, self.secrets)
+            refusal, text = text or "stop_reason: refusal", ""
         usage = data.get("usage")
         details = usage.get("output_tokens_details") if isinstance(usage, dict) else None
         tokens = Usage(
             usage_count(usage, "input_tokens"), usage_count(usage, "output_tokens"),
             usage_count(details, "thinking_tokens"),
         ) if usage else Usage()  # fmt: skip
-        served = data.get("model")
-        completion = Completion(
-            request_id,
-            text,
-            usage=tokens,
-            finish_reason=_FINISH.get(stop, stop) if stop else None,
-            refusal=refusal,
-            served_model=served if isinstance(served, str) else None,
-            truncated=truncated,
-            rate_limit=limits,
-            reasoning=clean_reply(thought, self.secrets)[0] if thought is not None else None,
-        )
-        return redact_completion(completion, self.secrets)  # the key out of `model` and `finish_reason` too
-
-    async def aclose(self) -> None:
-        for route in self.routes:
-            await route.aclose()
+        finish = _FINISH.get(stop, stop) if stop else None
+        return self.answer(request_id, text, tokens, finish, data.get("model"), limits, refusal, thought)
 
 
 def thinking_of(content: list[Any]) -> str | None:
@@ -247,20 +166,4 @@ def _tool_input(content: list[Any], text: str) -> str:
     return text
 
 
-@contextlib.contextmanager
-def sdk_errors(key: Secrets, body: dict[str, Any] | None = None) -> Iterator[None]:
-    """Map the SDK's exceptions onto ours (retry or fail fast), with the key redacted from every message;
-    `body` (what was sent) lets a 400 that names a sent field be told apart (harness/calling/backends/base.py)."""
-    try:
-        yield
-    except ErrorReply as e:
-        raise reply_error(e, key, body or ()) from None
-    except anthropic.APIStatusError as e:
-        message = redact(e.api_message or e.message, key)
-        raise status_error(e.status_code, message, e.response.headers, sent=body or ()) from None
-    except anthropic.APIConnectionError as e:  # APITimeoutError included
-        raise sdk_connection_error(e, key) from None
-    except UnicodeEncodeError as e:  # before ValueError: what we send, not the reply
-        raise unencodable_prompt(e) from None
-    except (anthropic.APIResponseValidationError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
-        raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
+from_config = AnthropicBackend.from_config  # what harness/calling/backends BACKENDS calls

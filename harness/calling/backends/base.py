@@ -29,6 +29,7 @@ import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from harness.calling.limits import rate_limit
@@ -51,6 +52,19 @@ class LocalBackend(ABC):
     @abstractmethod
     def describe(self) -> dict[str, object]:
         """What decides the answers, for config.json and the cache key. No secrets."""
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """The run's decoding fields as a remote backend sends them, read from RunConfig in one place
+    (harness/calling/backends `decoding`)."""
+
+    chat: bool | None = None  # --chat / --no-chat; None: the provider's default
+    stop: tuple[str, ...] = ()  # --stop
+    max_tokens: int = 20  # what describe() records; each Request carries its own
+    expected: bool = False  # --scoring expected: the first output token's log-probabilities
+    constrain: tuple[int, ...] | None = None  # --constrain: the label scale's integers the answer is forced into
+    grammar: bool = False  # --constrain grammar: llama.cpp's GBNF field rather than a JSON schema
 
 
 class RemoteBackend(ABC):

@@ -7,14 +7,15 @@ text is the embedding as a JSON list of floats, so a vector is cached like any o
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from harness.calling.backends import backend_key, backend_name
-from harness.calling.backends.base import Backend, ClientPool, LocalBackend, MalformedReply
+from harness.calling.backends import backend_name, described
+from harness.calling.backends.base import Backend, LocalBackend, MalformedReply
 from harness.calling.backends.openai import OpenAIBackend
-from harness.calling.backends.openai_errors import sdk_errors
+from harness.calling.backends.openai_names import default_chat
 from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, Request, Usage
 
@@ -24,12 +25,9 @@ class OpenAIEmbeddingBackend(OpenAIBackend):
 
     name = "openai-embeddings"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.sdk_pool = ClientPool(self.clients)
-
-    async def aclose(self) -> None:
-        await super().aclose()  # the routes: SDK clients and their aiohttp sessions
+    def setup(self) -> None:
+        """No decoding fields are sent: --chat, --stop, --reasoning do not apply (`chat` counts for --max-cost)."""
+        self.chat = default_chat(self.model, self.api.base_urls)
 
     @property
     def endpoint(self) -> str:
@@ -49,8 +47,8 @@ class OpenAIEmbeddingBackend(OpenAIBackend):
         # Through the SDK's typed create(), not the lean path of the text backends: it asks for base64
         # vectors and decodes them, and qa-embed sends a few thousand requests, not hundreds a second.
         body = self.body(request)
-        with self.sdk_pool.lease() as client, sdk_errors(self.secrets, body):
-            response = await client.embeddings.create(**body)
+        with self.pool.lease() as route, self.errors(body):
+            response = await route.client.embeddings.create(**body)
         if not response.data:
             raise MalformedReply("malformed reply: no embedding in the reply")
         tokens = response.usage.prompt_tokens if response.usage else 0
@@ -70,6 +68,10 @@ class SentenceTransformerBackend(LocalBackend):
         self.batch_size = batch_size or 64
         self._encoder: object | None = None
 
+    @classmethod
+    def from_config(cls, config: RunConfig) -> SentenceTransformerBackend:
+        return cls(config.model, config.local.batch_size)
+
     def _load(self) -> object:
         if self._encoder is None:
             try:
@@ -85,7 +87,7 @@ class SentenceTransformerBackend(LocalBackend):
         return self._encoder
 
     def describe(self) -> dict[str, object]:
-        return {"engine": "sentence-transformers", "normalize": False, "deterministic": True}
+        return {"engine": self.name, "normalize": False, "deterministic": True}
 
     async def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
         encoder = self._load()
@@ -101,19 +103,15 @@ class SentenceTransformerBackend(LocalBackend):
 
 
 def make_embedding_backend(config: RunConfig) -> Backend:
-    """The qa-embed variant's embedding model: OpenAI's embeddings API (or a compatible server), or a local
-    sentence-transformers model (`--backend sentence-transformers --model DIR`)."""
+    """The qa-embed variant's embedding model: its backend's `embedder` in BACKENDS (OpenAI's embeddings API or a
+    compatible server; a local sentence-transformers model: `--backend sentence-transformers --model DIR`)."""
     name = backend_name(config)
-    match name:
-        case "openai":
-            api = config.api
-            return OpenAIEmbeddingBackend(
-                config.model, backend_key(name, api.base_urls), api.base_urls, timeout=api.timeout
-            )
-        case "sentence-transformers" | "hf":
-            return SentenceTransformerBackend(config.model, config.local.batch_size)
-        case _:
-            raise HarnessError(
-                f"--variant qa-embed needs an embedding model (OpenAI: text-embedding-3-small, ...; local: "
-                f"--backend sentence-transformers --model DIR), not a {name} model"
-            )
+    embedder = described(name).embedder
+    if embedder is None:
+        raise HarnessError(
+            f"--variant qa-embed needs an embedding model (OpenAI: text-embedding-3-small, ...; local: "
+            f"--backend sentence-transformers --model DIR), not a {name} model"
+        )
+    module, cls = embedder.split(":")
+    builder: type[OpenAIEmbeddingBackend | SentenceTransformerBackend] = getattr(importlib.import_module(module), cls)
+    return builder.from_config(config)

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.calling.backends import chat_mode, constrain_scale, local_models
+from harness.calling.backends import chat_mode, constrain_scale, local_models, thinking
 from harness.calling.backends.base import LocalBackend
 from harness.calling.backends.hf_steps import Interrupted as _Interrupted
 from harness.calling.backends.hf_steps import Item as _Item
@@ -29,7 +29,7 @@ from harness.calling.backends.hf_steps import refusal as _refusal
 from harness.calling.backends.hf_steps import score_tokens as _score_tokens
 from harness.calling.backends.hf_steps import torch_dtype as _torch_dtype
 from harness.calling.backends.hf_steps import until_eos as _until_eos
-from harness.calling.backends.thinking import Thinking, thinking_for, thinking_record
+from harness.calling.backends.thinking import Thinking, thinking_record
 from harness.config.paper import truncation
 from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.reasoning import answer_start
@@ -56,8 +56,7 @@ def require_hf() -> tuple[Any, Any]:
 
 def from_config(config: RunConfig) -> HFBackend:
     """The run's model: --model a hub id, local path or packaged name, --scoring expected, --constrain."""
-    api, chat = config.api, chat_mode(config)
-    thinking = thinking_for("hf", config.model, api.reasoning, api.reasoning_tokens, chat)
+    chat = chat_mode(config)
     expected, constrain = config.scoring == "expected", constrain_scale(config)
     truncate = truncation(config.truncate_input, config.model)
     return HFBackend(
@@ -65,7 +64,7 @@ def from_config(config: RunConfig) -> HFBackend:
         config.local,
         expected=expected,
         chat=chat,
-        thinking=thinking,
+        thinking=thinking(config),
         constrain=constrain,
         truncate=truncate,
         progress=config.progress,

@@ -16,8 +16,9 @@ fields a Completion needs (each backend's `completion_from`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,13 @@ import httpx2  # the SDKs' own HTTP library (openai>=3, anthropic>=1: pyproject.
 import yarl
 from multidict import CIMultiDict
 
-from harness.calling.backends.base import PermanentError, RetryableError, status_error
+from harness.calling.backends.base import (
+    MalformedReply,
+    PermanentError,
+    RetryableError,
+    status_error,
+    unencodable_prompt,
+)
 from harness.calling.backends.bounded import ReplyTooLarge
 from harness.calling.backends.transport import MAX_REPLY_MB, Link, SDKTransport, proxy_for
 from harness.calling.limits import rate_limit
@@ -117,10 +124,44 @@ def _text(value: object) -> str | None:
 
 def reply_error(e: ErrorReply, key: Secrets, sent: Collection[str] = ()) -> RetryableError | PermanentError:
     """An error reply under our policy (harness/calling/backends/base.py `status_error`), the key redacted."""
-    message = redact(e.message, key)
-    if e.status == 429 and e.code == "insufficient_quota":
+    return _status(e.status, redact(e.message, key), e.headers, e.code, e.param, sent)
+
+
+def _status(
+    status: int, message: str, headers: Mapping[str, str], code: str | None, param: str | None, sent: Collection[str]
+) -> RetryableError | PermanentError:
+    if status == 429 and code == "insufficient_quota":
         return PermanentError(f"HTTP 429: {message}", fatal=True)  # no money: every request would fail
-    return status_error(e.status, message, e.headers, e.code, e.param, sent)
+    return status_error(status, message, headers, code, param, sent)
+
+
+@contextlib.contextmanager
+def sdk_errors(sdk: Any, key: Secrets, body: Collection[str] | None = None) -> Iterator[None]:
+    """Map the lean path's error replies and an SDK's exceptions (`sdk`: the openai or anthropic module, whose
+    exceptions have the same shape; None: no SDK) onto our policy, the key redacted from every message;
+    `body` (what was sent) lets a 400 that names a sent field be told apart (base.py `status_error`)."""
+    try:
+        yield
+    except ErrorReply as e:
+        raise reply_error(e, key, body or ()) from None
+    except UnicodeEncodeError as e:  # before ValueError: what we send, not the reply
+        raise unencodable_prompt(e) from None
+    except ValueError as e:  # not JSON, or not UTF-8
+        raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
+    except Exception as e:
+        if sdk is None:
+            raise
+        if isinstance(e, sdk.APIStatusError):
+            inner = e.body.get("error", e.body) if isinstance(e.body, dict) else None
+            inner = inner if isinstance(inner, dict) else {}
+            message = inner["message"] if isinstance(inner.get("message"), str) else e.message
+            code, param = _text(inner.get("code")), _text(inner.get("param"))
+            raise _status(e.status_code, redact(message, key), e.response.headers, code, param, body or ()) from None
+        if isinstance(e, sdk.APIConnectionError):  # APITimeoutError included
+            raise sdk_connection_error(e, key) from None
+        if isinstance(e, sdk.APIResponseValidationError):
+            raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
+        raise
 
 
 def sdk_connection_error(e: Exception, key: Secrets) -> RetryableError | PermanentError:
@@ -138,13 +179,13 @@ class Route:
     """One base URL: its SDK client (for the template, and the SDK's typed calls), its Link (the aiohttp
     session every request goes through)."""
 
-    def __init__(self, client: Any, link: Link) -> None:
-        self.client = client
+    def __init__(self, client: Any, link: Link, template: Template | None = None) -> None:
+        self.client = client  # None: a provider without an SDK, whose `template` is given
         self.link = link
-        self.template: Template | None = None
+        self.template = template
         self._capturing: asyncio.Future[Template] | None = None
-        self._target = yarl.URL()
-        self._headers: CIMultiDict[str] = CIMultiDict()
+        self._target = yarl.URL(template.url, encoded=True) if template else yarl.URL()
+        self._headers: CIMultiDict[str] = CIMultiDict(template.headers if template else {})
 
     async def prepare(self, create: Callable[[Any], Awaitable[Any]]) -> Template:
         """The template, captured by the first caller while the others wait for it."""
@@ -166,11 +207,14 @@ class Route:
             return template
         return await asyncio.shield(self._capturing)
 
-    async def call(self, body: Mapping[str, Any], create: Callable[[Any], Awaitable[Any]]) -> Received:
+    async def call(self, body: Mapping[str, Any], create: Callable[[Any], Awaitable[Any]] | None) -> Received:
         """Post `body` (capturing the template with `create` the first time): the reply's body, unread (the
         backend reads it with reading.py `read_reply`, which never loses it), and what its rate-limit headers
         said. An error status is raised as ErrorReply."""
-        template = self.template or await self.prepare(create)
+        template = self.template
+        if template is None:
+            assert create is not None, "a route without a template captures one from its SDK"
+            template = await self.prepare(create)
         try:
             status, headers, content = await self.link.request(
                 "POST", self._target, self._headers, template.encode(body)
@@ -187,7 +231,7 @@ class Route:
         """The model names the server lists at GET /models, None when it lists none (or cannot be asked): a hint
         for an error message, never a gate (servers list names differently from what they accept)."""
         headers = {k: v for k, v in self._headers.items() if k.lower() != "content-type"}
-        url = str(self.client.base_url).rstrip("/") + "/models"
+        url = self.link.base_url.rstrip("/") + "/models"
         try:
             status, _, content = await self.link.request(
                 "GET", url, headers, None, aiohttp.ClientTimeout(total=LISTING_TIMEOUT)
@@ -199,7 +243,8 @@ class Route:
 
     async def aclose(self) -> None:
         await self.link.aclose()
-        await self.client.close()
+        if self.client is not None:
+            await self.client.close()
 
 
 def open_routes(
@@ -216,6 +261,17 @@ def open_routes(
         client = make_client(url, httpx2.AsyncClient(transport=SDKTransport(link), follow_redirects=True))
         link.base_url = str(client.base_url)  # as the SDK resolved it (OPENAI_BASE_URL & co.)
         routes.append(Route(client, link))
+    return routes
+
+
+def plain_routes(
+    urls: Sequence[str], timeout: float, endpoint: str, headers: Mapping[str, str], max_reply_mb: float = MAX_REPLY_MB
+) -> list[Route]:
+    """One Route per base URL for a provider without an SDK: `headers` and the body as given, to url + endpoint."""
+    routes = []
+    for url in urls:
+        template = Template(url.rstrip("/") + endpoint, {"Content-Type": "application/json", **headers}, ())
+        routes.append(Route(None, Link(url, timeout, max_reply_mb), template))
     return routes
 
 

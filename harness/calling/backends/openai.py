@@ -13,111 +13,54 @@ each attempt goes to the server with the fewest requests in flight.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import httpx2
+import openai
 from openai import AsyncOpenAI
 
-from harness.calling.backends import backend_key, constrain_scale
-from harness.calling.backends.base import (
-    ClientPool,
-    MalformedReply,
-    PermanentError,
-    RemoteBackend,
-    clean_reply,
-    usage_count,
-)
-from harness.calling.backends.http import ErrorReply, Route, open_routes, route_secrets
-from harness.calling.backends.openai_errors import sdk_errors
+from harness.calling.backends import described
+from harness.calling.backends.base import MalformedReply, PermanentError, usage_count
+from harness.calling.backends.http import ErrorReply, Route
 from harness.calling.backends.openai_logprobs import logprob_fields, score_probs_from
-from harness.calling.backends.openai_names import DEFAULT_REASONING_TOKENS, default_chat  # shared with --dry-run
-from harness.calling.backends.reading import read_reply
+from harness.calling.backends.openai_names import default_chat  # shared with --dry-run
+from harness.calling.backends.provider import HTTPBackend
 from harness.calling.backends.thinking import thinking_for
-from harness.calling.backends.transport import MAX_REPLY_MB
-from harness.calling.redaction import redact, redact_completion
-from harness.config.settings import RunConfig
+from harness.calling.redaction import redact
 from harness.scoring.constrained import gbnf, response_format
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
 CHAT_ENDPOINT, RAW_ENDPOINT = "/v1/chat/completions", "/v1/completions"
 
 
-def from_config(config: RunConfig) -> OpenAIBackend:
-    """The run's model at OpenAI or at --base-url."""
-    api = config.api
-    return OpenAIBackend(
-        config.model,
-        backend_key("openai", api.base_urls),
-        api.base_urls,
-        timeout=api.timeout,
-        max_reply_mb=api.max_reply_mb,
-        reasoning=api.reasoning,
-        reasoning_tokens=api.reasoning_tokens,
-        reasoning_effort=api.reasoning_effort,
-        chat=config.chat,
-        stop=config.stop,
-        max_tokens=config.max_tokens,
-        expected=config.scoring == "expected",
-        constrain=constrain_scale(config),
-        grammar=config.constrain == "grammar",
-    )
-
-
-class OpenAIBackend(RemoteBackend):
+class OpenAIBackend(HTTPBackend):
     """Chat or (legacy) Completions; one AsyncOpenAI client per base URL, SDK retries off (dispatch retries)."""
 
     name = "openai"
+    sdk = openai
 
-    def __init__(
-        self,
-        model: str,
-        api_key: str,
-        base_urls: Sequence[str] = (),
-        timeout: float = 120.0,
-        max_reply_mb: float = MAX_REPLY_MB,
-        reasoning: bool | None = None,
-        reasoning_tokens: int = DEFAULT_REASONING_TOKENS,
-        reasoning_effort: str | None = None,
-        chat: bool | None = None,
-        stop: Sequence[str] = (),
-        max_tokens: int = 20,
-        expected: bool = False,
-        constrain: tuple[int, ...] | None = None,
-        grammar: bool = False,
-    ) -> None:
-        if chat is False and not base_urls:
+    def setup(self) -> None:
+        api, decoding = self.api, self.decoding
+        if decoding.chat is False and not api.base_urls:
             raise HarnessError(
-                f"--no-chat: hosted OpenAI models are chat-only ({model!r}); raw prompts need an "
+                f"--no-chat: hosted OpenAI models are chat-only ({self.model!r}); raw prompts need an "
                 "OpenAI-compatible server (--base-url)"
             )
-        self.model = model
-        self._key = api_key
-        self.chat = chat if chat is not None else default_chat(model, base_urls)
+        self.chat = decoding.chat if decoding.chat is not None else default_chat(self.model, api.base_urls)
         # harness/calling/backends/thinking.py: OpenAI's reasoning models by name, open ones at a server too
-        self.thinking = thinking_for("openai", model, reasoning, reasoning_tokens, self.chat, base_urls)
-        self.reasoning = self.thinking.on
-        self.reasoning_tokens = reasoning_tokens
-        self.reasoning_effort = reasoning_effort
-        self.stop = list(stop)
-        self.max_tokens = max_tokens  # what describe() records; each Request carries its own
-        self.expected = expected  # --scoring expected: ask for the first token's log-probabilities
-        self.constrain = constrain  # --constrain: the label scale's integers, forced by a JSON schema
-        self.grammar = grammar  # --constrain grammar: forced by llama.cpp's GBNF `grammar` field instead
-        urls: Sequence[str | None] = list(base_urls) or [None]  # None: the SDK's default (or OPENAI_BASE_URL)
-        # One Route per base URL: the SDK client (typed calls: templates, batches, embeddings) and the aiohttp
-        # session every request goes through (calling/backends/http.py, transport.py).
-        self.routes = open_routes(
-            urls,
-            timeout,
-            lambda url, http: AsyncOpenAI(
-                api_key=api_key, base_url=url, max_retries=0, timeout=timeout, http_client=http
-            ),
-            max_reply_mb,
+        self.thinking = thinking_for(
+            described(self.name).thinking, self.model, api.reasoning, api.reasoning_tokens, self.chat, api.base_urls
         )
-        self.clients = [r.client for r in self.routes]
-        self.base_urls = [str(c.base_url) for c in self.clients]
-        self.pool = ClientPool(self.routes)
-        self.secrets = route_secrets(api_key, self.routes)  # never stored or printed (calling/redaction.py)
+        self.reasoning = self.thinking.on
+        self.reasoning_tokens = api.reasoning_tokens
+        self.reasoning_effort = api.reasoning_effort
+        self.expected = decoding.expected  # --scoring expected: ask for the first token's log-probabilities
+        self.constrain = decoding.constrain  # --constrain: the label scale's integers, forced by a JSON schema
+        self.grammar = decoding.grammar  # --constrain grammar: forced by llama.cpp's GBNF `grammar` field instead
+
+    def client(self, api_key: str, url: str | None, http: httpx2.AsyncClient) -> AsyncOpenAI:
+        return AsyncOpenAI(api_key=api_key, base_url=url, max_retries=0, timeout=self.api.timeout, http_client=http)
 
     @property
     def endpoint(self) -> str:
@@ -183,23 +126,11 @@ class OpenAIBackend(RemoteBackend):
             )
         return record
 
-    def output_budget(self, request: Request) -> int:
-        return self.thinking.max_tokens(request.max_tokens)
-
-    async def send(self, request: Request) -> Completion:
-        body = self.body(request)
-        with self.pool.lease() as route, sdk_errors(self.secrets, body):
-            try:
-                reply = await route.call(body, self._capture_call(body))
-            except ErrorReply as e:
-                if e.status != 404:
-                    raise  # sdk_errors classifies it
-                raise await self.not_found(route, e) from None
-        return read_reply(request.id, reply, self.secrets, lambda d: self.completion_from(request.id, d, reply.limits))
-
-    async def not_found(self, route: Route, e: ErrorReply) -> PermanentError:
+    async def refused(self, route: Route, e: ErrorReply, body: dict[str, Any]) -> Exception:
         """A 404 explained. The server's model list is asked only now, as a hint: a model it does not list
         (while it lists some), a server without /v1/completions for raw prompts, or a wrong --base-url."""
+        if e.status != 404:
+            return await super().refused(route, e, body)
         message = redact(e.message, self.secrets)
         served = await route.models()
         if served and self.model not in served:
@@ -222,7 +153,7 @@ class OpenAIBackend(RemoteBackend):
             fatal=True,
         )
 
-    def _capture_call(self, body: dict[str, Any]) -> Callable[[AsyncOpenAI], Awaitable[Any]]:
+    def sdk_call(self, body: dict[str, Any]) -> Callable[[AsyncOpenAI], Awaitable[Any]]:
         """The SDK's own typed call for this body, run once per base URL by http.capture."""
         # Fields the SDK's create() does not name travel in extra_body: a server's chat_template_kwargs (reasoning
         # switch) and, with --constrain on a compatible server, llama.cpp's grammar (and response_format on raw).
@@ -257,33 +188,15 @@ class OpenAIBackend(RemoteBackend):
         # --scoring expected: read at the answer's first token, never a thought's (openai_logprobs.py)
         probs = score_probs_from(choice, text, thought) if self.expected else None
         if refusal is not None:  # the model declined: an answer (scored invalid), its words kept
-            refusal, _ = clean_reply(refusal, self.secrets)
             text = ""
         elif text is None:
             if finish not in ("length", "content_filter") and thought is None:
                 raise MalformedReply(f"malformed reply: no text and no refusal (finish_reason {finish!r})")
             text = ""  # cut off before any text, filtered, or a thought with no answer: the model's (empty) answer
-        text, truncated = clean_reply(text, self.secrets)
         usage = data.get("usage")
         tokens = Usage(usage_count(usage, "prompt_tokens"), usage_count(usage, "completion_tokens"), hidden(usage))
-        served = data.get("model")
-        completion = Completion(
-            request_id,
-            text,
-            usage=tokens,
-            finish_reason=finish if isinstance(finish, str) else None,
-            refusal=refusal,
-            served_model=served if isinstance(served, str) else None,
-            truncated=truncated,
-            rate_limit=limits,
-            reasoning=clean_reply(thought, self.secrets)[0] if thought is not None else None,
-            score_probs=probs,
-        )
-        return redact_completion(completion, self.secrets)  # the key out of `model` and `finish_reason` too
-
-    async def aclose(self) -> None:
-        for route in self.routes:
-            await route.aclose()
+        finish = finish if isinstance(finish, str) else None
+        return self.answer(request_id, text, tokens, finish, data.get("model"), limits, refusal, thought, probs)
 
 
 def reasoning_of(part: dict[str, Any]) -> str | None:
@@ -300,3 +213,6 @@ def hidden(usage: Any) -> int:
     """Reasoning tokens the reply reports: OpenAI's `completion_tokens_details.reasoning_tokens`; 0 where absent."""
     details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
     return usage_count(details, "reasoning_tokens")
+
+
+from_config = OpenAIBackend.from_config  # what harness/calling/backends BACKENDS calls

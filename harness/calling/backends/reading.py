@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.calling.backends.base import MalformedReply, clean_reply
-from harness.calling.backends.http import Received
 from harness.calling.redaction import Secrets, redact
 from harness.types import Completion, RateLimit
+
+if TYPE_CHECKING:  # not imported to run: the batch path reads with `unreadable` without loading aiohttp
+    from harness.calling.backends.http import Received
 
 TOO_LARGE = "too-large"  # a body over --max-reply-mb (transport.py MAX_REPLY_MB)
 TOO_DEEP = "too-deep"  # JSON nested deeper than Python's decoder goes (RecursionError)

@@ -1,13 +1,16 @@
 """Whether a run's model thinks before it answers, and with what budget, per backend; pure, without an SDK, so that
---dry-run and --max-cost ask the same rule as the backends that send (README "Reasoning models").
+--dry-run and --max-cost ask the same rule as the backends that send (README "Reasoning models"). Each backend's
+rule is its `thinking` in harness/calling/backends BACKENDS:
 
-- openai, OpenAI's own model names: reasoning models by name (openai_names.py); one cap, `max_completion_tokens`
-  = --reasoning-tokens, holds the hidden reasoning and the answer; --reasoning-effort where given.
-- anthropic: extended thinking only when asked (--reasoning yes): `thinking.budget_tokens` = --reasoning-tokens,
-  `max_tokens` = that plus the answer's budget.
-- open models (vllm, hf, an OpenAI-compatible server): by name (THINKING_NAMES) when a chat template is applied
-  (a raw prompt has no template to switch thinking on), else as --reasoning says. The total budget is
-  --reasoning-tokens plus the answer's; the chat template's switch (Qwen3's `enable_thinking`) is passed as set.
+- openai-names (openai), OpenAI's own model names: reasoning models by name (openai_names.py); one cap,
+  `max_completion_tokens` = --reasoning-tokens, holds the hidden reasoning and the answer; --reasoning-effort where
+  given.
+- when-asked (anthropic): extended thinking only when asked (--reasoning yes): `thinking.budget_tokens` =
+  --reasoning-tokens, `max_tokens` = that plus the answer's budget.
+- by-name (vllm, hf; openai at an OpenAI-compatible server), open models: by name (THINKING_NAMES) when a chat
+  template is applied (a raw prompt has no template to switch thinking on), else as --reasoning says. The total
+  budget is --reasoning-tokens plus the answer's; the chat template's switch (Qwen3's `enable_thinking`) is passed
+  as set.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ THINKING_NAMES = re.compile(
     re.I,
 )
 NOT_THINKING = re.compile(r"instruct-2507|-base(?:$|[-_])", re.I)  # Qwen3-*-Instruct-2507 and base models never think
-OPEN_BACKENDS = ("vllm", "hf")
 
 
 @dataclass(frozen=True)
@@ -51,14 +53,15 @@ def is_open_reasoning_model(model: str) -> bool:
 
 
 def thinking_for(
-    backend: str, model: str, reasoning: bool | None, budget: int, chat: bool, base_urls: Sequence[str] = ()
+    style: str | None, model: str, reasoning: bool | None, budget: int, chat: bool, base_urls: Sequence[str] = ()
 ) -> Thinking:
-    """The run's reasoning settings on its backend: `reasoning` is --reasoning (None: auto, by name)."""
-    if backend == "openai" and default_chat(model, base_urls):  # hosted OpenAI, or OpenAI's names at a gateway
+    """The run's reasoning settings on a backend whose line of BACKENDS says `style` (its `thinking`): `reasoning`
+    is --reasoning (None: auto, by name)."""
+    if style == "openai-names" and default_chat(model, base_urls):  # hosted OpenAI, or OpenAI's names at a gateway
         return Thinking(is_reasoning_model(model) if reasoning is None else reasoning, budget, combined=True)
-    if backend == "anthropic":
+    if style == "when-asked":
         return Thinking(bool(reasoning), budget)  # Claude thinks only when asked to
-    if backend in (*OPEN_BACKENDS, "openai"):
+    if style in ("by-name", "openai-names"):
         detected = chat and is_open_reasoning_model(model)
         on = detected if reasoning is None else reasoning
         switch = on if chat and (reasoning is not None or detected) else None

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from harness.calling.backends import chat_mode, constrain_scale, local_models
+from harness.calling.backends import chat_mode, constrain_scale, local_models, thinking
 from harness.calling.backends.base import LocalBackend
-from harness.calling.backends.thinking import Thinking, thinking_for, thinking_record
+from harness.calling.backends.thinking import Thinking, thinking_record
 from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.expected import collect_score_probs
 from harness.scoring.reasoning import answer_start
@@ -27,11 +27,10 @@ SCORE_LOGPROBS = 20
 
 def from_config(config: RunConfig) -> VllmBackend:
     """The run's engine: --model a hub id or local path, --seed, --scoring expected, --constrain."""
-    api, chat = config.api, chat_mode(config)
-    thinking = thinking_for("vllm", config.model, api.reasoning, api.reasoning_tokens, chat)
+    chat = chat_mode(config)
     expected, constrain = config.scoring == "expected", constrain_scale(config)
     return VllmBackend(
-        config.model, config.local, seed=config.seed, expected=expected, chat=chat, thinking=thinking,
+        config.model, config.local, seed=config.seed, expected=expected, chat=chat, thinking=thinking(config),
         constrain=constrain,
     )  # fmt: skip
 

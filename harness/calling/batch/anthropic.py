@@ -15,11 +15,8 @@ from collections.abc import AsyncIterator, Sequence
 from anthropic import AsyncAnthropic
 from anthropic.types.messages import MessageBatch
 
-from harness.calling.backends.anthropic import AnthropicBackend, sdk_errors
-from harness.calling.backends.base import MalformedReply, PermanentError
-from harness.calling.backends.reading import unreadable
-from harness.calling.batch.base import Item, Outcome, Remote
-from harness.calling.redaction import redact
+from harness.calling.backends.anthropic import AnthropicBackend
+from harness.calling.batch.base import BatchProvider, Item, Outcome, Remote
 
 # Limits from the Message Batches guide: 100,000 requests or 256 MB per batch, whichever comes first.
 MAX_REQUESTS = 100_000
@@ -27,16 +24,12 @@ MAX_BYTES = 256 * 1000 * 1000 - 1024  # room for the {"requests": [...]} around 
 FIND_WINDOW = 600.0  # clock skew allowed between us and the provider when looking for a lost batch
 
 
-class AnthropicBatches:
+class AnthropicBatches(BatchProvider):
     """Message Batches for one Anthropic backend."""
 
     name = "anthropic"
-    max_requests = MAX_REQUESTS
-    max_bytes = MAX_BYTES
-
-    def __init__(self, backend: AnthropicBackend) -> None:
-        self.backend = backend
-        self.key = backend.secrets  # only to redact them from error messages
+    max_requests, max_bytes = MAX_REQUESTS, MAX_BYTES
+    backend: AnthropicBackend
 
     def item_size(self, item: Item) -> int:
         return len(json.dumps({"custom_id": item.key, "params": item.body}, ensure_ascii=False).encode()) + 2
@@ -46,7 +39,7 @@ class AnthropicBatches:
 
     async def create(self, client: AsyncAnthropic, local_id: str, file_id: str | None, items: Sequence[Item]) -> Remote:
         requests = [{"custom_id": i.key, "params": i.body} for i in items]
-        with sdk_errors(self.key):
+        with self.errors():
             batch = await client.messages.batches.create(requests=requests)  # type: ignore[arg-type]
         return self.remote(batch)
 
@@ -59,7 +52,7 @@ class AnthropicBatches:
         batches the earliest is ours (a later one would have been made by someone who recorded it).
         """
         found = None
-        with sdk_errors(self.key):
+        with self.errors():
             async for batch in client.messages.batches.list(limit=100):  # newest first
                 created = batch.created_at.timestamp()
                 if created < since - FIND_WINDOW:
@@ -71,7 +64,7 @@ class AnthropicBatches:
         return found
 
     async def retrieve(self, client: AsyncAnthropic, batch_id: str) -> Remote:
-        with sdk_errors(self.key):
+        with self.errors():
             batch = await client.messages.batches.retrieve(batch_id)
         return self.remote(batch)
 
@@ -92,7 +85,7 @@ class AnthropicBatches:
         )
 
     async def results(self, client: AsyncAnthropic, remote: Remote) -> AsyncIterator[Outcome]:
-        with sdk_errors(self.key):
+        with self.errors():
             decoder = await client.messages.batches.results(remote.batch_id)
             async for line in decoder:
                 yield self.outcome(line.custom_id, line.result)
@@ -100,16 +93,12 @@ class AnthropicBatches:
     def outcome(self, key: str, result: object) -> Outcome:
         kind = getattr(result, "type", None)
         if kind == "succeeded":
-            message: object = None
             try:
                 message = result.message.to_dict()  # type: ignore[attr-defined]
-                return Outcome(key, self.backend.completion_from(key, message))
-            except (MalformedReply, PermanentError, AttributeError, TypeError) as e:
-                return Outcome(key, None, f"malformed response: {redact(str(e), self.key)[:200]}")
-            except Exception as e:  # a paid answer is kept, never lost to reading it (backends/reading.py)
-                return Outcome(key, unreadable(key, json.dumps(message, default=str).encode(), self.key, e))
+            except (AttributeError, TypeError) as e:
+                return self.failed(key, f"malformed response: {str(e)[:200]}")
+            return self.answer(key, message)
         if kind == "errored":
             error = getattr(getattr(result, "error", None), "error", None)
-            message = f"{getattr(error, 'type', 'error')}: {getattr(error, 'message', '')}"
-            return Outcome(key, None, redact(message, self.key))
+            return self.failed(key, f"{getattr(error, 'type', 'error')}: {getattr(error, 'message', '')}")
         return Outcome(key, None, f"{kind}: the batch ended before this request was processed")

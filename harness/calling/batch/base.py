@@ -7,14 +7,18 @@ the batch records: harness/calling/batch/flow.py does, in the order that makes a
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
-from harness.calling.backends.base import RetryableError
+from harness.calling.backends.base import MalformedReply, PermanentError, RetryableError
+from harness.calling.backends.reading import unreadable
 from harness.calling.options import RetryPolicy
+from harness.calling.redaction import redact
 from harness.types import Completion, HarnessError
 
 
@@ -75,6 +79,38 @@ class Provider(Protocol):
     def results(self, client: Any, remote: Remote) -> AsyncIterator[Outcome]:
         """Every result the provider holds for an ended batch, as it streams in."""
         ...
+
+
+class BatchProvider:
+    """What the batch endpoints share (batch/openai.py, batch/anthropic.py): the backend whose `body` is each
+    request's and whose `completion_from` reads each answer, and its errors and secrets (only to redact them)."""
+
+    name: str
+    max_requests: int
+    max_bytes: int
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.key = backend.secrets
+
+    def errors(self) -> AbstractContextManager[None]:
+        """The SDK's exceptions mapped as the one-by-one path maps them (harness/calling/backends/http.py)."""
+        errors: AbstractContextManager[None] = self.backend.errors()
+        return errors
+
+    def answer(self, key: str, reply: object) -> Outcome:
+        """One result's reply, read as the one-by-one path reads it; a paid answer is kept whatever reading it did
+        (backends/reading.py), an unreadable one as a malformed answer."""
+        try:
+            return Outcome(key, self.backend.completion_from(key, reply))
+        except (MalformedReply, PermanentError) as e:
+            return Outcome(key, None, f"malformed response: {redact(str(e), self.key)[:200]}")
+        except Exception as e:
+            return Outcome(key, unreadable(key, json.dumps(reply, default=str).encode(), self.key, e))
+
+    def failed(self, key: str, message: str) -> Outcome:
+        """A request the batch did not answer, with what the provider said (secrets redacted)."""
+        return Outcome(key, None, redact(message, self.key))
 
 
 T = TypeVar("T")

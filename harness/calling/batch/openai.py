@@ -15,11 +15,8 @@ from collections.abc import AsyncIterator, Sequence
 from openai import AsyncOpenAI
 from openai.types import Batch
 
-from harness.calling.backends.base import MalformedReply, PermanentError
 from harness.calling.backends.openai import OpenAIBackend
-from harness.calling.backends.openai_errors import sdk_errors
-from harness.calling.backends.reading import unreadable
-from harness.calling.batch.base import Item, Outcome, Remote
+from harness.calling.batch.base import BatchProvider, Item, Outcome, Remote
 from harness.calling.redaction import redact
 
 ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
@@ -35,29 +32,26 @@ def jsonl_line(item: Item, endpoint: str) -> bytes:
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
-class OpenAIBatches:
+class OpenAIBatches(BatchProvider):
     """The Batch API for one OpenAI backend (or an OpenAI-compatible server that has it)."""
 
     name = "openai"
     max_requests = MAX_REQUESTS
     max_bytes = MAX_BYTES
-
-    def __init__(self, backend: OpenAIBackend) -> None:
-        self.backend = backend
-        self.key = backend.secrets  # only to redact them from error messages
+    backend: OpenAIBackend
 
     def item_size(self, item: Item) -> int:
         return len(jsonl_line(item, self.backend.endpoint))
 
     async def upload(self, client: AsyncOpenAI, local_id: str, items: Sequence[Item]) -> str | None:
         data = b"".join(jsonl_line(i, self.backend.endpoint) for i in items)
-        with sdk_errors(self.key):
+        with self.errors():
             uploaded = await client.files.create(file=(f"csts-{local_id}.jsonl", data), purpose="batch")
         return uploaded.id
 
     async def create(self, client: AsyncOpenAI, local_id: str, file_id: str | None, items: Sequence[Item]) -> Remote:
         assert file_id is not None
-        with sdk_errors(self.key):
+        with self.errors():
             batch = await client.batches.create(
                 input_file_id=file_id,
                 endpoint=self.backend.endpoint,  # type: ignore[arg-type]
@@ -72,7 +66,7 @@ class OpenAIBatches:
         """A batch made from our uploaded file: nothing else can have that input_file_id."""
         if file_id is None:
             return None
-        with sdk_errors(self.key):
+        with self.errors():
             async for batch in client.batches.list(limit=100):  # newest first
                 if batch.input_file_id == file_id:
                     return batch.id
@@ -81,7 +75,7 @@ class OpenAIBatches:
         return None
 
     async def retrieve(self, client: AsyncOpenAI, batch_id: str) -> Remote:
-        with sdk_errors(self.key):
+        with self.errors():
             batch = await client.batches.retrieve(batch_id)
         return self.remote(batch, None)
 
@@ -111,7 +105,7 @@ class OpenAIBatches:
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue
-            with sdk_errors(self.key):
+            with self.errors():
                 async with client.files.with_streaming_response.content(file_id) as response:
                     async for line in response.iter_lines():
                         if line.strip():
@@ -126,19 +120,13 @@ class OpenAIBatches:
             return Outcome("", None, f"malformed line in a batch result file: {line[:100]!r}")
         error = record.get("error")
         if error:  # not processed: expired, cancelled, ...
-            return Outcome(key, None, redact(f"{error.get('code')}: {error.get('message')}", self.key))
+            return self.failed(key, f"{error.get('code')}: {error.get('message')}")
         response = record.get("response") or {}
         status, body = response.get("status_code"), response.get("body")
         if status != 200:
             inner = body.get("error", body) if isinstance(body, dict) else body
             message = inner.get("message") if isinstance(inner, dict) else inner
-            return Outcome(key, None, redact(f"HTTP {status}: {message}", self.key))
+            return self.failed(key, f"HTTP {status}: {message}")
         # The reply of the batch's endpoint (Chat Completions, or Completions for raw prompts), read as the
         # one-by-one path reads it.
-        try:
-            completion = self.backend.completion_from(key, body)
-        except (MalformedReply, PermanentError) as e:
-            return Outcome(key, None, f"malformed response: {redact(str(e), self.key)[:200]}")
-        except Exception as e:  # a paid answer is kept, never lost to reading it (backends/reading.py)
-            return Outcome(key, unreadable(key, json.dumps(body).encode(), self.key, e))
-        return Outcome(key, completion)
+        return self.answer(key, body)

@@ -1,0 +1,172 @@
+"""One base for the API providers reached over HTTP (issue 33): a provider is its request and reply mapping.
+
+`HTTPBackend` holds what OpenAI-style and Anthropic-style calling share: the configuration sections a backend
+takes (settings.py `ApiOptions`, and `Decoding`, the run's decoding fields), one Route per base URL (the SDK
+client that makes the request template, and the aiohttp session every request goes through: http.py,
+transport.py), the least busy route per attempt, the key and the proxy's credentials to redact, errors mapped
+onto the retry policy (http.py `sdk_errors`), a 200 reply read without ever losing it (reading.py) and turned
+into a Completion with the key redacted (`answer`). A provider says how a request becomes a body (`body`), how a
+reply becomes an answer (`completion_from`), and either which SDK call makes its requests (`sdk`, `client`,
+`sdk_call`) or, without an SDK, its `endpoint` and `headers` (a plain JSON POST). Its batch endpoint, if any, is
+harness/calling/batch/base.py `BatchProvider`; its line in harness/calling/backends BACKENDS names both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Self
+
+import httpx2
+
+from harness.calling.backends.base import ClientPool, Decoding, RemoteBackend, clean_reply
+from harness.calling.backends.http import (
+    ErrorReply,
+    Route,
+    open_routes,
+    plain_routes,
+    reply_error,
+    route_secrets,
+    sdk_errors,
+)
+from harness.calling.backends.reading import read_reply
+from harness.calling.backends.thinking import Thinking
+from harness.calling.redaction import redact_completion
+from harness.config.settings import ApiOptions, RunConfig
+from harness.types import Completion, RateLimit, Request, Usage
+
+_DECODING = frozenset(f.name for f in dataclasses.fields(Decoding))
+
+
+def sections(
+    api: ApiOptions | None, decoding: Decoding | None, base_urls: Sequence[str], changes: dict[str, Any]
+) -> tuple[ApiOptions, Decoding]:
+    """The two sections with `changes` (field names of either) applied: the keyword form tests and scripts use."""
+    api, decoding = api or ApiOptions(), decoding or Decoding()
+    if "stop" in changes:
+        changes = changes | {"stop": tuple(changes["stop"])}
+    api = dataclasses.replace(api, **{k: v for k, v in changes.items() if k not in _DECODING})
+    if base_urls:
+        api = dataclasses.replace(api, base_urls=tuple(base_urls))
+    return api, dataclasses.replace(decoding, **{k: v for k, v in changes.items() if k in _DECODING})
+
+
+class HTTPBackend(RemoteBackend):
+    """A provider over HTTP; subclasses give `body`, `completion_from`, `describe` and the SDK or the endpoint."""
+
+    sdk: Any = None  # the SDK module (openai, anthropic) whose exceptions its typed calls raise; None: no SDK
+    default_url = ""  # without --base-url and without an SDK (which has its own default)
+    thinking = Thinking(False, 0)  # a reasoning run's settings (thinking.py), set in `setup`
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str,
+        base_urls: Sequence[str] = (),
+        *,
+        api: ApiOptions | None = None,
+        decoding: Decoding | None = None,
+        **changes: Any,
+    ) -> None:
+        self.api, self.decoding = sections(api, decoding, base_urls, changes)
+        self.model = model
+        self.chat = self.decoding.chat is not False
+        self.stop = list(self.decoding.stop)
+        self.max_tokens = self.decoding.max_tokens
+        self.setup()  # refusals come before any client or session is made
+        if self.sdk is None:
+            urls = list(self.api.base_urls) or [self.default_url]
+            headers = self.headers(api_key)
+            self.routes = plain_routes(urls, self.api.timeout, self.endpoint, headers, self.api.max_reply_mb)
+        else:
+            self.routes = open_routes(
+                list(self.api.base_urls) or [None],  # None: the SDK's default (or its *_BASE_URL variable)
+                self.api.timeout,
+                lambda url, http: self.client(api_key, url, http),
+                self.api.max_reply_mb,
+            )
+        self.clients = [r.client for r in self.routes]
+        self.base_urls = [r.link.base_url for r in self.routes]
+        self.pool = ClientPool(self.routes)
+        self.secrets = route_secrets(api_key, self.routes)  # never stored or printed (calling/redaction.py)
+
+    @classmethod
+    def from_config(cls, config: RunConfig) -> Self:
+        """The run's model at the provider or at --base-url: its key (the table's key_env), its two sections."""
+        from harness.calling.backends import backend_key, backend_name, decoding  # the table: it imports no provider
+
+        key = backend_key(backend_name(config), config.api.base_urls)
+        return cls(config.model, key, api=config.api, decoding=decoding(config))
+
+    def setup(self) -> None:
+        """The provider's own settings from `api` and `decoding`, and its refusals (e.g. --no-chat)."""
+
+    def client(self, api_key: str, url: str | None, http: httpx2.AsyncClient) -> Any:
+        """The SDK client for one base URL on `http` (whose transport is the route's session), SDK retries off."""
+        raise NotImplementedError
+
+    def sdk_call(self, body: dict[str, Any]) -> Callable[[Any], Awaitable[Any]] | None:
+        """The SDK's own typed call for this body, run once per base URL to capture the request template."""
+        return None
+
+    def headers(self, api_key: str) -> dict[str, str]:
+        """Without an SDK: the headers of every request."""
+        return {"Authorization": f"Bearer {api_key}"}
+
+    def errors(self, body: dict[str, Any] | None = None) -> AbstractContextManager[None]:
+        """A context that maps error replies and the SDK's exceptions onto the retry policy, key redacted."""
+        return sdk_errors(self.sdk, self.secrets, body)
+
+    async def send(self, request: Request) -> Completion:
+        body = self.body(request)
+        with self.pool.lease() as route, self.errors(body):
+            try:
+                reply = await route.call(body, self.sdk_call(body))
+            except ErrorReply as e:
+                raise await self.refused(route, e, body) from None
+        return read_reply(request.id, reply, self.secrets, lambda d: self.completion_from(request.id, d, reply.limits))
+
+    async def refused(self, route: Route, e: ErrorReply, body: dict[str, Any]) -> Exception:
+        """An error reply as our error (a provider may explain some better, e.g. a 404)."""
+        return reply_error(e, self.secrets, body)
+
+    def completion_from(self, request_id: str, data: Any, limits: RateLimit | None = None) -> Completion:
+        """A reply's JSON as a Completion, whether it came one by one or in a batch's results."""
+        raise NotImplementedError
+
+    def answer(
+        self,
+        request_id: str,
+        text: str,
+        usage: Usage,
+        finish: str | None,
+        served: object = None,
+        limits: RateLimit | None = None,
+        refusal: str | None = None,
+        thought: str | None = None,
+        probs: Mapping[str, float] | None = None,
+    ) -> Completion:
+        """The Completion of a read reply: text, refusal and thought capped and the secrets redacted from every
+        field (base.py `clean_reply`, redaction.py)."""
+        text, truncated = clean_reply(text, self.secrets)
+        completion = Completion(
+            request_id,
+            text,
+            usage=usage,
+            finish_reason=finish,
+            refusal=clean_reply(refusal, self.secrets)[0] if refusal is not None else None,
+            served_model=served if isinstance(served, str) else None,
+            truncated=truncated,
+            rate_limit=limits,
+            reasoning=clean_reply(thought, self.secrets)[0] if thought is not None else None,
+            score_probs=probs,
+        )
+        return redact_completion(completion, self.secrets)  # the key out of `model` and `finish_reason` too
+
+    def output_budget(self, request: Request) -> int:
+        return self.thinking.max_tokens(request.max_tokens)
+
+    async def aclose(self) -> None:
+        for route in self.routes:
+            await route.aclose()
