@@ -2,7 +2,8 @@
 
 A FIFO, a socket or a device where a file should be would block `open()` or `read()` forever; a directory
 fails with a bare `IsADirectoryError`. Each is refused here with the path and what was expected. A full disk
-while writing (`disk_full`) is likewise one line that names the path (`disk_full_error`).
+while writing (`disk_full`) is likewise one line that names the path (`disk_full_error`), and a reader of our
+output that goes away (`| head -1`) ends the command quietly (`quiet_on_closed_stdout`).
 """
 
 from __future__ import annotations
@@ -10,9 +11,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.types import HarnessError
+
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what shells report for a program stopped by a closed pipe (`yes | head -1`)
 
 
 def _kind(mode: int) -> str:
@@ -100,3 +105,19 @@ def disk_full_error(path: Path, error: BaseException, what: str) -> HarnessError
     """The one line for a full disk: which path, that the disk is full (not a lock, not a bug), what was kept."""
     reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
     return HarnessError(f"the disk holding {path} is full ({reason}): {what}")
+
+
+def quiet_on_closed_stdout(command: Callable[[], int]) -> int:
+    """Run `command`; if whoever reads standard output stops early (`run_eval.py --help | head -1`), end with
+    EXIT_CLOSED_PIPE and no traceback. Output is flushed here, so a closed pipe shows where it is caught rather
+    than in Python's own flush at exit; standard output then points at /dev/null, so that flush fails no more."""
+    try:
+        try:
+            return command()
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_CLOSED_PIPE
