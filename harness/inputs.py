@@ -32,14 +32,21 @@ def _kind(mode: int) -> str:
     return "a special file"
 
 
+def _unreadable(path: Path, what: str, e: OSError) -> HarnessError:
+    """The one line for a user-named file that cannot be opened or read."""
+    if isinstance(e, FileNotFoundError):
+        return HarnessError(f"{what} {path} does not exist")
+    if isinstance(e, IsADirectoryError):
+        return HarnessError(f"{what} {path} is a directory, not a file")
+    return HarnessError(f"cannot read {what} {path}: {e.strerror}")
+
+
 def check_regular(path: Path, what: str) -> None:
     """Fail in one line unless `path` exists and is a regular file (symlinks followed); opens nothing."""
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise HarnessError(f"{what} {path} does not exist") from None
     except OSError as e:
-        raise HarnessError(f"cannot read {what} {path}: {e.strerror}") from None
+        raise _unreadable(path, what, e) from None
     if not stat.S_ISREG(mode):
         raise HarnessError(f"{what} {path} is {_kind(mode)}, not a file")
 
@@ -49,12 +56,8 @@ def read_bytes(path: Path, what: str) -> bytes:
     (and a file swapped for one between a check and the open is caught too)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise HarnessError(f"{what} {path} does not exist") from None
-    except IsADirectoryError:
-        raise HarnessError(f"{what} {path} is a directory, not a file") from None
     except OSError as e:
-        raise HarnessError(f"cannot read {what} {path}: {e.strerror}") from None
+        raise _unreadable(path, what, e) from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
@@ -63,7 +66,7 @@ def read_bytes(path: Path, what: str) -> bytes:
         try:
             return f.read()
         except OSError as e:
-            raise HarnessError(f"cannot read {what} {path}: {e.strerror}") from None
+            raise _unreadable(path, what, e) from None
 
 
 def read_text(path: Path, what: str) -> str:
