@@ -18,17 +18,17 @@ from harness.calling.backends.hf_steps import until_eos
 from harness.cli.main import main
 from harness.config.settings import LocalOptions
 from harness.types import Completion, HarnessError, Request
-from tests.tiny_models import CONTEXT, save_tiny_gpt2, save_tiny_t5
+from tests.tiny_models import CONTEXT, save_tiny_gpt2, save_tiny_t5, shared
 
 
 @pytest.fixture(scope="session")
 def gpt2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
+    return shared(save_tiny_gpt2, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def t5_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_tiny_t5(tmp_path_factory.mktemp("tiny-t5"))
+    return shared(save_tiny_t5, tmp_path_factory)
 
 
 def prompts(n: int) -> list[Request]:
