@@ -2,7 +2,8 @@
 
 A FIFO, a socket or a device where a file should be would block `open()` or `read()` forever; a directory
 fails with a bare `IsADirectoryError`. Each is refused here with the path and what was expected. A full disk
-while writing (`disk_full`) is likewise one line that names the path (`disk_full_error`).
+while writing (`disk_full`) is likewise one line that names the path (`disk_full_error`), and a reader of our
+output that goes away (`| head -1`) ends the command quietly (`quiet_on_closed_stdout`).
 """
 
 from __future__ import annotations
@@ -10,9 +11,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.types import HarnessError
+
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what shells report for a program stopped by a closed pipe (`yes | head -1`)
 
 
 def _kind(mode: int) -> str:
@@ -27,14 +32,21 @@ def _kind(mode: int) -> str:
     return "a special file"
 
 
+def _unreadable(path: Path, what: str, e: OSError) -> HarnessError:
+    """The one line for a user-named file that cannot be opened or read."""
+    if isinstance(e, FileNotFoundError):
+        return HarnessError(f"{what} {path} does not exist")
+    if isinstance(e, IsADirectoryError):
+        return HarnessError(f"{what} {path} is a directory, not a file")
+    return HarnessError(f"cannot read {what} {path}: {e.strerror}")
+
+
 def check_regular(path: Path, what: str) -> None:
     """Fail in one line unless `path` exists and is a regular file (symlinks followed); opens nothing."""
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise HarnessError(f"{what} {path} does not exist") from None
     except OSError as e:
-        raise HarnessError(f"cannot read {what} {path}: {e.strerror}") from None
+        raise _unreadable(path, what, e) from None
     if not stat.S_ISREG(mode):
         raise HarnessError(f"{what} {path} is {_kind(mode)}, not a file")
 
@@ -44,12 +56,8 @@ def read_bytes(path: Path, what: str) -> bytes:
     (and a file swapped for one between a check and the open is caught too)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise HarnessError(f"{what} {path} does not exist") from None
-    except IsADirectoryError:
-        raise HarnessError(f"{what} {path} is a directory, not a file") from None
     except OSError as e:
-        raise HarnessError(f"cannot read {what} {path}: {e.strerror}") from None
+        raise _unreadable(path, what, e) from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
@@ -58,7 +66,7 @@ def read_bytes(path: Path, what: str) -> bytes:
         try:
             return f.read()
         except OSError as e:
-            raise HarnessError(f"cannot read {what} {path}: {e.strerror}") from None
+            raise _unreadable(path, what, e) from None
 
 
 def read_text(path: Path, what: str) -> str:
@@ -100,3 +108,19 @@ def disk_full_error(path: Path, error: BaseException, what: str) -> HarnessError
     """The one line for a full disk: which path, that the disk is full (not a lock, not a bug), what was kept."""
     reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
     return HarnessError(f"the disk holding {path} is full ({reason}): {what}")
+
+
+def quiet_on_closed_stdout(command: Callable[[], int]) -> int:
+    """Run `command`; if whoever reads standard output stops early (`run_eval.py --help | head -1`), end with
+    EXIT_CLOSED_PIPE and no traceback. Output is flushed here, so a closed pipe shows where it is caught rather
+    than in Python's own flush at exit; standard output then points at /dev/null, so that flush fails no more."""
+    try:
+        try:
+            return command()
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_CLOSED_PIPE

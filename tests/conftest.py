@@ -9,7 +9,9 @@ import io
 import os
 import random
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import padding
@@ -103,3 +105,30 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     than compute, so a core serves two of them (issue 33: the suite is ≤ 5 minutes on two cores)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return min(16, 2 * cores)
+
+
+class Polls(list[float]):
+    """The pauses of `server_polls`; `then`, if set, runs once, after the first (a server starting only then)."""
+
+    then: Callable[[], object] | None = None
+
+
+@pytest.fixture
+def server_polls(monkeypatch: pytest.MonkeyPatch) -> Polls:
+    """Each try at a server that has not answered yet and is waited for (harness/calling/attempts.py Reachability):
+    the pause asked for before the next try, in seconds. Tests of --wait-for-server check these counts and pauses
+    instead of the wall-clock time a run took, which a busy machine stretches (issue 33)."""
+    from harness.calling.attempts import Reachability
+
+    polls = Polls()
+    unreachable = Reachability.unreachable
+
+    def recorded(self: Reachability, e: Any) -> None:
+        unreachable(self, e)  # past --wait-for-server it raises: the try that stops the run is not a poll
+        polls.append(e.retry_after)
+        then, polls.then = polls.then, None
+        if then is not None:
+            then()
+
+    monkeypatch.setattr(Reachability, "unreachable", recorded)
+    return polls

@@ -48,3 +48,32 @@ def test_output_paths_are_checked_before_any_work(tmp_path: Path) -> None:
         check_output(tmp_path, "--json", directory=False)
     with pytest.raises(HarnessError, match=r"cannot be created: .*file is a file"):
         check_output(tmp_path / "file" / "x.json", "--json", directory=False)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--config", "list"],  # more than the output buffer: the write inside the command fails
+        ["--model", "random", "--dataset", "stsb", "--limit", "2", "--dry-run"],  # a few lines: Python's flush at exit
+    ],
+)
+def test_a_reader_that_stops_early_ends_the_command_quietly(args: list[str], tmp_path: Path) -> None:
+    """`run_eval.py ... | head -1`: the pipe is closed before the command writes (the worst case of head exiting
+    early). No traceback, no "Exception ignored", and the exit status shells give a program a closed pipe stopped."""
+    import subprocess
+    import sys
+
+    from harness.inputs import EXIT_CLOSED_PIPE
+
+    root = Path(__file__).resolve().parents[1]
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, str(root / "run_eval.py"), *args, "--results-dir", str(tmp_path / "results")],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
+            env=os.environ | {"PYTHONPATH": str(root)},
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (EXIT_CLOSED_PIPE, "")

@@ -5,7 +5,12 @@ Imported only by tests that have already checked torch and transformers are inst
 
 from __future__ import annotations
 
+import fcntl
+import os
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import synthetic_rows
 
@@ -84,3 +89,19 @@ def save_tiny_t5(directory: Path) -> Path:
     model.save_pretrained(directory)
     hf_tok.save_pretrained(directory)
     return directory
+
+
+def shared(save: Callable[[Path], Path], factory: pytest.TempPathFactory) -> Path:
+    """`save`'s model built once per test session and shared by pytest-xdist's workers (their temporary folders sit
+    in one folder of the session): the first worker to need it builds it under a lock, the others wait and reuse
+    it. Tests only read it. The models are seeded, so this is the model each worker would have built."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return save(factory.mktemp(save.__name__))
+    root = factory.getbasetemp().parent
+    folder, done = root / save.__name__, root / f"{save.__name__}.done"
+    with open(root / f"{save.__name__}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            save(folder)
+            done.touch()
+    return folder

@@ -21,7 +21,7 @@ from harness.cli.reannotate import cmd_reannotate
 from harness.cli.report_cmd import cmd_report  # report_cmd loads the report's modules when it runs
 from harness.cli.summary import print_dry_run, print_dry_run_total, print_summary, qa_embed_yardstick
 from harness.config.settings import RunConfig
-from harness.inputs import check_output, disk_full
+from harness.inputs import check_output, disk_full, quiet_on_closed_stdout
 from harness.types import HarnessError
 
 EXIT_USAGE = 2
@@ -192,6 +192,11 @@ COMMANDS = {  # keys as in options.COMMAND_HELP, which `run_eval.py --help` list
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; a reader that stops early (`| head -1`) ends it quietly (harness/inputs.py)."""
+    return quiet_on_closed_stdout(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     """Dispatch to a sub-command (first word) or the default evaluation run."""
     from harness.calling.batch import BatchesPending
 

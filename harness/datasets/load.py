@@ -195,22 +195,16 @@ def _read_csts_files(
     return files, str(data_dir)
 
 
-def load_csts(
-    split: str,
-    data_dir: Path | None = None,
-    archive: Path | None = None,
-    password_file: Path | None = None,
-    cache: LoadCache | None = None,
-) -> Dataset:
-    """The evaluated split plus the train split as the few-shot pool."""
-    files, origin = read_csts_files(data_dir, archive, password_file, cache)
+def load_csts(split: str, source: Source, cache: LoadCache | None) -> Dataset:
+    """The evaluated split plus the train split as the few-shot pool; `source`: (data_dir, archive, password_file)."""
+    files, origin = read_csts_files(*source, cache)
     needed = {f"csts_{s}.csv" for s in ("train", split)}
     absent = sorted(needed - files.keys())
     if absent:
         raise HarnessError(f"{origin} has no {', '.join(absent)}: {OBTAIN_HINT}")
 
     def rows(name: str) -> tuple[Example, ...]:  # one split file, parsed once per cache
-        key = ((data_dir, archive, password_file), name)
+        key = (source, name)
         if cache is not None and key in cache.splits:
             return cache.splits[key]
         examples = parse_csts_csv(files[f"csts_{name}.csv"], f"{origin}/csts_{name}.csv", name)
@@ -250,10 +244,11 @@ def load_dataset(
         raise HarnessError(f"unknown dataset {name!r}; choose from {', '.join(SPLITS)}")
     if split not in SPLITS[name]:
         raise HarnessError(f"dataset {name} has no split {split!r}; choose from {', '.join(SPLITS[name])}")
-    key = (name, split, (data_dir, archive, password_file))
+    source = (data_dir, archive, password_file)
+    key = (name, split, source)
     if cache is not None and key in cache.datasets:
         return cache.datasets[key]
-    dataset = load_csts(split, data_dir, archive, password_file, cache) if name == "csts" else load_stsb(split)
+    dataset = load_csts(split, source, cache) if name == "csts" else load_stsb(split)
     if cache is not None:
         cache.datasets[key] = dataset
     return dataset

@@ -128,9 +128,9 @@ def _justification(obj: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def read_rating(text: str | None, error: str | None = None, prompt: str | None = None) -> Reading:
-    """Figure 4's reply: "rating" must be a JSON number equal to one of 1-5 (4 or 4.0; not "4", not true), in an
-    object that is not one of the prompt's own (`prompt`: the text sent)."""
+def _reply_object(text: str | None, error: str | None, prompt: str | None) -> tuple[dict[str, Any], str] | Reading:
+    """The reply's JSON object and how it was found (json_object), or the Reading that ends it: an error, no
+    object, or one of the prompt's own objects echoed back."""
     if error is not None:
         return Reading(None, None, "error")
     obj, how = json_object(text)
@@ -138,6 +138,16 @@ def read_rating(text: str | None, error: str | None = None, prompt: str | None =
         return Reading(None, None, how)
     if prompt is not None and obj in prompt_objects(prompt):
         return Reading(None, _justification(obj), "echo")
+    return obj, how
+
+
+def read_rating(text: str | None, error: str | None = None, prompt: str | None = None) -> Reading:
+    """Figure 4's reply: "rating" must be a JSON number equal to one of 1-5 (4 or 4.0; not "4", not true), in an
+    object that is not one of the prompt's own (`prompt`: the text sent)."""
+    found = _reply_object(text, error, prompt)
+    if isinstance(found, Reading):
+        return found
+    obj, how = found
     rating = obj.get("rating")
     if isinstance(rating, bool) or not isinstance(rating, int | float) or rating not in RATINGS:
         return Reading(None, _justification(obj), "bad-field")
@@ -146,13 +156,10 @@ def read_rating(text: str | None, error: str | None = None, prompt: str | None =
 
 def read_condition(text: str | None, error: str | None = None, prompt: str | None = None) -> Reading:
     """Figure 3's reply: "improved_condition" must be a non-empty string (kept as one line)."""
-    if error is not None:
-        return Reading(None, None, "error")
-    obj, how = json_object(text)
-    if obj is None:
-        return Reading(None, None, how)
-    if prompt is not None and obj in prompt_objects(prompt):
-        return Reading(None, _justification(obj), "echo")
+    found = _reply_object(text, error, prompt)
+    if isinstance(found, Reading):
+        return found
+    obj, how = found
     condition = obj.get("improved_condition")
     if not isinstance(condition, str) or not condition.strip():
         return Reading(None, _justification(obj), "bad-field")

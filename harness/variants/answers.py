@@ -17,10 +17,11 @@ from harness.calling.dispatch import call
 from harness.calling.estimate import Step
 from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import price_of, usage
+from harness.config.paper import PAPER
 from harness.config.settings import RunConfig
 from harness.inputs import read_bytes, read_text
 from harness.prompting.prepared import Prepared
-from harness.prompting.render import PromptRenderer
+from harness.prompting.render import PromptRenderer, template_name
 from harness.scoring.reasoning import parse_tags, split_reply
 from harness.types import Completion, Example, HarnessError, Request
 
@@ -182,13 +183,14 @@ def generate_answers(
     return answers, "".join(lines), metrics
 
 
-def answer_identity(config: RunConfig, unique_answers: int) -> dict[str, Any]:
-    """What decides a qa run's answers, for config.json and its config_hash."""
+def identity(config: RunConfig, prep: Prepared) -> dict[str, Any]:
+    """What decides a qa run's answers, for config.json and its config_hash: the `identity` of both qa variants
+    (harness/variants/base.py `Variant`)."""
     record: dict[str, Any] = {
         "answer_model": answer_config(config).model,
         "answer_backend": config.answer_backend,
         "answer_template_hashes": PromptRenderer(ANSWER_TEMPLATE).hashes(),
-        "unique_answers": unique_answers,
+        "unique_answers": len(prepared_keys(prep)),
     }
     if config.answers is not None:
         record["answers_file_sha256"] = hashlib.sha256(read_bytes(Path(config.answers), "answers file")).hexdigest()
@@ -212,10 +214,22 @@ def spent(config: RunConfig, answer_metrics: dict[str, Any]) -> RunConfig:
     return dataclasses.replace(config, api=dataclasses.replace(config.api, max_cost=config.api.max_cost - cost))
 
 
-def answer_step(config: RunConfig, prep: Prepared) -> tuple[dict[AnswerKey, str], str, dict[str, Any]]:
-    """A run's answers (Figure 7 prompts, one per unique key), as `generate_answers` returns them."""
+def answer_step(config: RunConfig, prep: Prepared) -> tuple[RunConfig, dict[AnswerKey, str], str, dict[str, Any]]:
+    """A run's answers (Figure 7 prompts, one per unique key), as `generate_answers` returns them, after the run's
+    settings for its next step (`spent`)."""
     keys = prepared_keys(prep)
-    return generate_answers(config, keys, answer_requests(keys, PromptRenderer(ANSWER_TEMPLATE)))
+    answers, answers_file, metrics = generate_answers(
+        config, keys, answer_requests(keys, PromptRenderer(ANSWER_TEMPLATE))
+    )
+    return spent(config, metrics), answers, answers_file, metrics
+
+
+def template_or(config: RunConfig, default: str) -> str:
+    """A qa variant's template: --template's choice of the prompting templates, else `default` (--template paper:
+    the paper's, Tu et al.'s Figure 9 / 7, is ours)."""
+    if config.template not in (None, PAPER):
+        return template_name(config.dataset, config.instr, config.template)
+    return default
 
 
 def answer_estimate(config: RunConfig, prep: Prepared) -> Step:

@@ -14,25 +14,23 @@ from harness.calling.dispatch import call
 from harness.calling.estimate import Step, dry_run_estimate
 from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import Price, usage
-from harness.config.paper import PAPER
 from harness.config.settings import RunConfig
 from harness.prompting.prepared import Prepared
-from harness.prompting.render import PromptRenderer, template_name
+from harness.prompting.render import PromptRenderer
 from harness.scoring.reasoning import parse_tags
 from harness.scoring.score import answer_parser, score
 from harness.types import Completion, Dataset, Example, Request, Scored
 from harness.variants.answers import (
     AnswerKey,
     answer_estimate,
-    answer_identity,
     answer_keys,
     answer_step,
     keys_of,
-    prepared_keys,
     question_for,
     ready,
-    spent,
+    template_or,
 )
+from harness.variants.answers import identity as identity  # the Variant's hook, as qa-embed's
 from harness.variants.base import Outcome
 
 SCORE_TEMPLATE = "csts/qa.j2"  # Figure 9
@@ -88,9 +86,7 @@ def _placeholder_requests(
 
 
 def template(config: RunConfig) -> str:
-    if config.template not in (None, PAPER):  # --template paper: the paper's (Tu et al.'s Figure 9 / 7) is ours
-        return template_name(config.dataset, config.instr, config.template)
-    return SCORE_TEMPLATE
+    return template_or(config, SCORE_TEMPLATE)
 
 
 def requests(
@@ -109,10 +105,6 @@ def score_range(dataset: Dataset) -> tuple[float, float]:
     return dataset.label_range
 
 
-def identity(config: RunConfig, prep: Prepared) -> dict[str, Any]:
-    return answer_identity(config, len(prepared_keys(prep)))
-
-
 def run_label(prep: Prepared) -> str:
     return Path(prep.renderer.name).stem
 
@@ -124,8 +116,7 @@ def dry_run(config: RunConfig, prep: Prepared, price: Price | None) -> tuple[lis
 
 
 def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price | None) -> Outcome:
-    answers, answers_file, answer_metrics = answer_step(config, prep)
-    config = spent(config, answer_metrics)
+    config, answers, answers_file, answer_metrics = answer_step(config, prep)
     requests, failed = score_requests(prep.queries, prep.shots, answers, prep.renderer, config.max_tokens)
     prep = dataclasses.replace(prep, requests=requests)
     todo = tuple(r for r in requests if r.id not in failed)

@@ -13,24 +13,22 @@ from harness.calling.dispatch import call
 from harness.calling.estimate import dry_run_estimate
 from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import Price, usage
-from harness.config.paper import PAPER
 from harness.config.settings import RunConfig
 from harness.datasets.load import pair_ids
 from harness.prompting.prepared import Prepared
-from harness.prompting.render import PromptRenderer, template_name
+from harness.prompting.render import PromptRenderer
 from harness.types import Completion, Dataset, Example, Request, Scored
 from harness.variants.answers import (
     ANSWER_TEMPLATE,
     AnswerKey,
     answer_estimate,
-    answer_identity,
     answer_step,
     keys_of,
-    prepared_keys,
     question_for,
     ready,
-    spent,
+    template_or,
 )
+from harness.variants.answers import identity as identity  # the Variant's hook, as qa's
 from harness.variants.base import Outcome
 
 PLACEHOLDER = "<answer>"  # in a dry run's samples, for answers not yet asked for
@@ -102,9 +100,7 @@ def dry_run_samples(prep: Prepared) -> list[Scored]:
 
 
 def template(config: RunConfig) -> str:
-    if config.template not in (None, PAPER):  # --template paper: the paper's (Tu et al.'s Figure 9 / 7) is ours
-        return template_name(config.dataset, config.instr, config.template)
-    return ANSWER_TEMPLATE  # qa-embed scores no prompt: config.json names the answers'
+    return template_or(config, ANSWER_TEMPLATE)  # qa-embed scores no prompt: config.json names the answers'
 
 
 def requests(
@@ -124,10 +120,6 @@ def score_range(dataset: Dataset) -> tuple[float, float]:
     return (-1.0, 1.0)  # cosines (Spearman needs no mapping onto the labels' range)
 
 
-def identity(config: RunConfig, prep: Prepared) -> dict[str, Any]:
-    return answer_identity(config, len(prepared_keys(prep)))
-
-
 def run_label(prep: Prepared) -> str:
     return "qa-embed"
 
@@ -138,8 +130,7 @@ def dry_run(config: RunConfig, prep: Prepared, price: Price | None) -> tuple[lis
 
 
 def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price | None) -> Outcome:
-    answers, answers_file, answer_metrics = answer_step(config, prep)
-    config = spent(config, answer_metrics)
+    config, answers, answers_file, answer_metrics = answer_step(config, prep)
     requests = embedding_requests(answers)
     stats = DispatchStats()
     options = dispatch_options(config, price)

@@ -104,6 +104,7 @@ def simulated_q8(n_items: list[dict[str, Any]], chat: bool) -> dict[str, float]:
     """The hf model's expected scores with every Linear's input rounded to Q8_1 blocks (llama.cpp's activations)."""
     import torch
 
+    from harness.calling.backends import hf_steps
     from harness.calling.backends.hf import HFBackend
     from harness.config.settings import LocalOptions
     from harness.scoring.expected import expected_score
@@ -126,7 +127,7 @@ def simulated_q8(n_items: list[dict[str, Any]], chat: bool) -> dict[str, float]:
         for it in items:
             with torch.inference_mode():
                 logits = lm.model(input_ids=torch.tensor([it.ids])).logits[:, -1]
-            (probs,) = backend._first_position_probs(logits, lm)
+            (probs,) = hf_steps.first_position_probs(torch, logits, lm)
             weighted = expected_score(probs, (0.0, 5.0))
             if weighted is not None:
                 out[it.request.id] = weighted[0]

@@ -13,21 +13,22 @@ import pytest
 pytest.importorskip("torch", reason='the hf extra is not installed: pip install -e ".[hf]"')
 pytest.importorskip("transformers", reason='the hf extra is not installed: pip install -e ".[hf]"')
 
-from harness.calling.backends.hf import HFBackend, _until_eos
+from harness.calling.backends.hf import HFBackend
+from harness.calling.backends.hf_steps import until_eos
 from harness.cli.main import main
 from harness.config.settings import LocalOptions
 from harness.types import Completion, HarnessError, Request
-from tests.tiny_models import CONTEXT, save_tiny_gpt2, save_tiny_t5
+from tests.tiny_models import CONTEXT, save_tiny_gpt2, save_tiny_t5, shared
 
 
 @pytest.fixture(scope="session")
 def gpt2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
+    return shared(save_tiny_gpt2, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def t5_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_tiny_t5(tmp_path_factory.mktemp("tiny-t5"))
+    return shared(save_tiny_t5, tmp_path_factory)
 
 
 def prompts(n: int) -> list[Request]:
@@ -125,8 +126,8 @@ def test_describe_names_what_decides_the_answers(gpt2_dir: Path) -> None:
 
 
 def test_until_eos_keeps_the_eos_and_drops_the_padding_after_it() -> None:
-    assert _until_eos([5, 6, 1, 0, 0], frozenset({1})) == [5, 6, 1]
-    assert _until_eos([5, 6, 7], frozenset({1})) == [5, 6, 7]
+    assert until_eos([5, 6, 1, 0, 0], frozenset({1})) == [5, 6, 1]
+    assert until_eos([5, 6, 7], frozenset({1})) == [5, 6, 7]
 
 
 def test_missing_model_directory_fails_in_one_line(tmp_path: Path) -> None:
@@ -168,36 +169,54 @@ def test_missing_extra_fails_in_one_line(
 
 def test_a_cancelled_run_stops_the_batch_in_flight_promptly(gpt2_dir: Path) -> None:
     """Ctrl-C is asyncio cancelling the run's task (asyncio.Runner's SIGINT handler): the batch being generated
-    must stop after its current token, not after all of its tokens (48 s on SmolLM2 before), and yield nothing."""
-    import time
+    must stop after its current token, not after all of its tokens (48 s on SmolLM2 before), and yield nothing.
+    Counted in forward passes (one a generated token), not seconds, which a busy machine stretches."""
+    import threading
 
     requests = [
-        Request(str(i), f"Input: Sentence 1: a red fox{' runs' * i}. Output:", max_tokens=1500) for i in range(32)
+        Request(str(i), f"Input: Sentence 1: a red fox{' runs' * i}. Output:", max_tokens=200) for i in range(8)
     ]
-    backend = HFBackend(str(gpt2_dir), LocalOptions(batch_size=32))
-    backend.load()
+    backend = HFBackend(str(gpt2_dir), LocalOptions(batch_size=8))
+    model = backend.load().model
+    forward, passes, going = model.forward, [0], threading.Event()
 
-    async def timed(cancel_after: float | None) -> tuple[float, list[Completion], bool]:
+    def counted(*args: object, **kwargs: object) -> object:
+        passes[0] += 1
+        if passes[0] == 5:
+            going.set()  # the batch is well under way
+        return forward(*args, **kwargs)
+
+    model.forward = counted  # an instance attribute: what nn.Module.__call__ runs
+
+    async def consume(cancel: bool) -> tuple[list[Completion], bool, int]:
         got: list[Completion] = []
+        at_stop = [0]
 
-        async def consume() -> None:
-            async for c in backend.complete(requests):
-                got.append(c)
+        async def collect() -> None:
+            try:
+                async for c in backend.complete(requests):
+                    got.append(c)
+            except asyncio.CancelledError:
+                at_stop[0] = passes[0]  # complete() has set its stop flag on the way out
+                raise
 
-        task = asyncio.ensure_future(consume())
-        started = time.perf_counter()
-        if cancel_after is not None:
-            await asyncio.sleep(cancel_after)
+        task = asyncio.ensure_future(collect())
+        if cancel:
+            await asyncio.to_thread(going.wait, 600)
             task.cancel()
-        cancelled = False
         try:
             await task
         except asyncio.CancelledError:
-            cancelled = True
-        return time.perf_counter() - started, got, cancelled
+            return got, True, at_stop[0]
+        return got, False, at_stop[0]
 
-    whole, answers, _ = asyncio.run(timed(None))
-    assert len(answers) == 32 and max(c.usage.output_tokens for c in answers) > 100  # a long batch to interrupt
-    spent, partial, cancelled = asyncio.run(timed(min(0.3, whole / 10)))
+    answers, _, _ = asyncio.run(consume(cancel=False))
+    whole = passes[0]
+    assert len(answers) == 8 and max(c.usage.output_tokens for c in answers) > 100  # a long batch to interrupt
+    assert whole > 100
+    passes[0] = 0
+    going.clear()
+    partial, cancelled, at_stop = asyncio.run(consume(cancel=True))  # asyncio.run waits for generate's thread
     assert cancelled and partial == []  # nothing cut short comes out (it would be cached as an answer)
-    assert spent < whole / 3, f"cancelled after {spent:.2f}s; the whole batch takes {whole:.2f}s"
+    # The token being generated when the flag was set (already counted) is the last one.
+    assert 5 <= at_stop < whole and passes[0] <= at_stop + 1, f"{passes[0]} tokens, stopped at {at_stop} of {whole}"

@@ -17,12 +17,12 @@ from harness.calling.backends.hf import HFBackend
 from harness.cli.main import main
 from harness.config.settings import LocalOptions
 from harness.types import Completion, Request
-from tests.tiny_models import save_tiny_gpt2
+from tests.tiny_models import save_tiny_gpt2, shared
 
 
 @pytest.fixture(scope="module")
 def gpt2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
+    return shared(save_tiny_gpt2, tmp_path_factory)
 
 
 def complete(model_dir: Path, requests: list[Request]) -> dict[str, Completion]:

@@ -16,14 +16,14 @@ from harness.calling.backends.hf import HFBackend
 from harness.cli.main import main
 from harness.config.settings import LocalOptions
 from harness.types import Request
-from tests.tiny_models import save_tiny_t5
+from tests.tiny_models import save_tiny_t5, shared
 
 LONG = "Input: Sentence 1: a red fox runs past the river" + " and the hill" * 40 + ". Output:"
 
 
 @pytest.fixture(scope="module")
 def t5_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_tiny_t5(tmp_path_factory.mktemp("tiny-t5"))
+    return shared(save_tiny_t5, tmp_path_factory)
 
 
 def test_a_prompt_is_cut_as_the_reference_codes_tokenizer_cuts_it(t5_dir: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,9 @@ def test_an_expired_batch_keeps_what_it_finished(kind: str, tmp_path: Path) -> N
 def test_cancelled_batch_keeps_its_finished_part_and_batch_wait_0_exits_4(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with FakeBatchServer(batch_delay=1.5) as server:
+    # 30 s for the batch, a request every 1.5 s: the cancel lands after the first is done and long before the last,
+    # however long a busy machine takes over the commands before it (1.5 s in all ended it first on one).
+    with FakeBatchServer(batch_delay=30) as server:
         assert main(args(server, "openai", tmp_path, *BATCH, "--batch-wait", "0")) == 4
         err = capsys.readouterr().err
         assert "batches pending: 20 requests in 1 batches are still running" in err and "rerun" in err
@@ -79,8 +82,8 @@ def test_cancelled_batch_keeps_its_finished_part_and_batch_wait_0_exits_4(
         assert main(["batches", "--results-dir", str(tmp_path)]) == 0
         assert re.search(rf"pending\s+openai\s+gpt-4o-mini\s+{batch_id}", capsys.readouterr().out)
 
-        async def cancel() -> None:  # the user cancels it in the provider's console
-            await asyncio.sleep(0.6)
+        async def cancel() -> None:  # the user cancels it in the provider's console, once a request is done
+            await asyncio.sleep(max(0.0, server.batches[batch_id].due(0) - time.time()) + 0.1)
             async with AsyncOpenAI(api_key="k", base_url=server.openai_url) as client:
                 await client.batches.cancel(batch_id)
 

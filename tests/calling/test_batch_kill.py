@@ -47,6 +47,7 @@ def stages(results: Path) -> list[str]:
     return [r.stage for r in BatchStore(path).rows()] if path.exists() else []
 
 
+@pytest.mark.slow  # a run_eval.py process killed at each stage and started again: half a minute a provider
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 def test_kill_9_at_every_stage_then_rerun_submits_each_request_once(kind: str, tmp_path: Path) -> None:
     results = tmp_path / "res"

@@ -76,9 +76,9 @@ def test_vllm_choice_uses_structured_outputs_or_before_the_rename_guided_decodin
 def gpt2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("torch", reason='the hf extra is not installed: pip install -e ".[hf]"')
     pytest.importorskip("transformers", reason='the hf extra is not installed: pip install -e ".[hf]"')
-    from tests.tiny_models import save_tiny_gpt2
+    from tests.tiny_models import save_tiny_gpt2, shared
 
-    return save_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
+    return shared(save_tiny_gpt2, tmp_path_factory)
 
 
 def test_hf_constrained_reply_is_the_likeliest_scale_token_then_eos(gpt2_dir: Path) -> None:

@@ -19,6 +19,8 @@ pytest.importorskip("torch", reason='the hf extra is not installed: pip install 
 pytest.importorskip("transformers", reason='the hf extra is not installed: pip install -e ".[hf]"')
 
 ROOT = Path(__file__).resolve().parents[2]
+# slow: each test starts run_eval.py processes that load torch and a model (20 s a test on two cores).
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

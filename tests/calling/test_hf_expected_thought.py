@@ -1,5 +1,5 @@
 """The hf backend's --scoring expected reads the answer's first position, never a thought's (issue 30, item 3):
-HFBackend._answer_probs on real torch logits, the tokens decoded by a stand-in tokenizer (a random tiny model
+hf_steps.answer_probs on real torch logits, the tokens decoded by a stand-in tokenizer (a random tiny model
 cannot be made to write a thought on cue; tests/calling/test_expected_thought.py covers the OpenAI wire)."""
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ import pytest
 torch = pytest.importorskip("torch", reason='the hf extra is not installed: pip install -e ".[hf]"')
 pytest.importorskip("transformers", reason='the hf extra is not installed: pip install -e ".[hf]"')
 
-from harness.calling.backends.hf import HFBackend  # noqa: E402
-from harness.calling.backends.hf_steps import Loaded  # noqa: E402
-from harness.config.settings import LocalOptions  # noqa: E402
+from harness.calling.backends.hf_steps import Loaded, answer_probs, first_position_probs  # noqa: E402
 
 VOCAB = ["2", " dogs", "</think>", "\n\n", "4", "3", "<think>"]  # token id = index
 SCORES = {0: "2", 4: "4", 5: "3"}
@@ -43,8 +41,7 @@ def test_hf_reads_the_answer_after_a_thought(kept: list[int], want: dict[str, fl
     answer = {4: 0.6, 5: 0.3}
     rows = [thought, thought, thought, thought, answer] if len(kept) > 1 else [answer]
     logits = tuple(torch.tensor([step(p)]) for p in rows)
-    backend = HFBackend("org/m", LocalOptions(), expected=True)
     lm = Loaded(None, Pieces(), "cpu", False, None, frozenset(), SCORES)
-    first = backend._first_position_probs(logits[0], lm)[0]
-    got = backend._answer_probs(logits, 0, kept, lm, first)
+    first = first_position_probs(torch, logits[0], lm)[0]
+    got = answer_probs(torch, logits, 0, kept, lm, first)
     assert got == pytest.approx(want, abs=1e-6)

@@ -5,8 +5,6 @@ says it does not have (its model list shown as a hint), a server that is not the
 from __future__ import annotations
 
 import socket
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ import pytest
 from aiohttp import web
 
 from harness.cli.main import main
+from tests.conftest import Polls
 from tests.fake_server import FakeServer
 
 
@@ -80,7 +79,9 @@ def test_a_server_without_a_model_list_gets_its_own_404_message(
     assert err.count("\n") == 1 and "HTTP 404: The model `gone` does not exist." in err
 
 
-def test_a_server_that_is_still_starting_is_waited_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_server_that_is_still_starting_is_waited_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], server_polls: Polls
+) -> None:
     """Class 13: refused connections before any answer are retried every second for --wait-for-server seconds,
     with one line saying so; a server that comes up meanwhile answers every request (none lost, none failed)."""
     with socket.socket() as sock:  # a port that is free now; the server takes it a moment later
@@ -88,16 +89,12 @@ def test_a_server_that_is_still_starting_is_waited_for(tmp_path: Path, capsys: p
         port = sock.getsockname()[1]
     server = FakeServer()
     server.port = port
-    starter = threading.Timer(2.0, server.__enter__)
-    starter.start()
+    server_polls.then = server.__enter__  # up once the first try was refused (not after a time a busy run may need)
     try:
-        started = time.monotonic()
         assert main(argv(tmp_path, f"http://127.0.0.1:{port}/v1", "m", "--wait-for-server", "60")) == 0
-        waited = time.monotonic() - started
     finally:
-        starter.join()
         server.__exit__(None, None, None)
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith(f"waiting for the server at http://127.0.0.1:{port}/v1/: ")
     assert "connection refused" in err[0] and len(server.answered) == 5
-    assert waited < 30  # polled every second, not backed off for minutes
+    assert server_polls and set(server_polls) == {1.0}  # polled every second, not backed off for minutes

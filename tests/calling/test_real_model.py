@@ -78,6 +78,7 @@ def smollm2_dir() -> Path:
     return local_models.model_dir(MODEL)
 
 
+@pytest.mark.slow  # the real SmolLM2 on CPU
 @requires_smollm2
 def test_converted_folder_gives_the_gguf_models_logits(smollm2_dir: Path) -> None:
     """The conversion keeps the dequantised weights exactly: same logits as transformers' own GGUF loader."""
@@ -106,6 +107,7 @@ def test_describe_names_the_package_and_the_gguf_hash(smollm2_dir: Path) -> None
     assert smollm2_dir.name.endswith(weights["gguf_sha256"][:12])
 
 
+@pytest.mark.slow  # the real SmolLM2 on CPU
 @requires_smollm2
 def test_expected_scoring_reads_the_first_output_position(smollm2_dir: Path) -> None:
     """score_probs equal a plain forward pass's softmax at the prompt's last position, batched or not."""
@@ -135,6 +137,7 @@ def test_expected_scoring_reads_the_first_output_position(smollm2_dir: Path) -> 
     assert answer.score_probs is None and answer.text == single["0"].text
 
 
+@pytest.mark.slow  # the real SmolLM2 on CPU
 @requires_smollm2
 def test_cli_evaluates_the_real_model_parsed_and_expected(
     smollm2_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]

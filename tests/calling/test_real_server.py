@@ -25,7 +25,8 @@ from harness.types import Completion, Request
 from tests.real_model import MODEL, requires_serve
 from tests.servers.transformers_serve import Server, transformers_serve
 
-pytestmark = requires_serve
+# slow: SmolLM2 answering through real servers (minutes on two cores); one worker holds the module's servers.
+pytestmark = [requires_serve, pytest.mark.slow, pytest.mark.xdist_group("real_server")]
 N = 8
 CHAT_ENDPOINT, RAW_ENDPOINT = "/v1/chat/completions", "/v1/completions"
 

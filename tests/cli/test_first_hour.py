@@ -63,6 +63,7 @@ def test_each_benchmark_starts_as_documented(script: str, tmp_path: Path) -> Non
     assert "usage:" in done.stdout
 
 
+@pytest.mark.slow  # runs the report benchmark
 def test_the_report_benchmark_times_a_report_of_unaltered_runs() -> None:
     """bench_report.py edits its synthetic prompts after writing each run: the manifest must be written after that,
     or every folder is flagged "altered" and the benchmark times a report no user would see."""

@@ -22,6 +22,8 @@ RUN_LINE = (
 )
 # Without uvloop (Windows, or not installed) dispatch runs on asyncio's own loop: both are checked.
 NO_UVLOOP = "import sys; sys.modules['uvloop'] = None; from harness.cli.main import main; sys.exit(main())"
+# slow: real processes, each signalled mid-run several times (half a minute a test on two cores).
+pytestmark = pytest.mark.slow
 
 
 def start(results: Path, server: FakeServer, loop: str, *extra: str) -> subprocess.Popen[str]:

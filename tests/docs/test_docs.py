@@ -79,6 +79,7 @@ def workdir(tmp: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow  # every page together: minutes of processes; CI runs them (docs/testing.md)
 @pytest.mark.timeout(1800)  # a page runs dozens of commands, each a process of its own (on two busy cores: minutes)
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_every_command_on_the_page_runs(page: Path, tmp_path: Path) -> None:

@@ -79,6 +79,22 @@ def test_the_shared_folder_variable_is_the_one_the_tests_read() -> None:
     assert "python -m pytest -n auto -rs" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
+def test_the_slow_tests_are_left_out_by_default_and_ci_runs_them() -> None:
+    """Issue 33: the README's command leaves out the tests marked slow, .ci/run runs them after it, and the pages
+    say how to run them."""
+    import shlex
+    import tomllib
+
+    pytest_ini = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    addopts = shlex.split(pytest_ini["addopts"])
+    assert addopts[addopts.index("-m") + 1] == "not slow"
+    assert any(m.startswith("slow:") for m in pytest_ini["markers"])
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert ci.index("python -m pytest -n auto -rs") < ci.index("python -m pytest -n auto -rs -m slow")
+    for page in (ROOT / "README.md", DOCS / "testing.md"):
+        assert "python -m pytest -n auto -rs -m slow" in page.read_text(encoding="utf-8"), page.name
+
+
 FIGURE = re.compile(r"\b\d+(?:[.,]\d+)? ?(?:ms|s CPU|MiB|GiB|GB|MB|min|queries/s|requests/s)(?!\w)")
 
 

@@ -108,6 +108,7 @@ def _ids_on_every_page(page: Any, prefix: str) -> list[str]:
         page.click(f"#{prefix}-next")
 
 
+@pytest.mark.slow  # a real Chromium
 def test_the_sample_browser_in_a_real_browser(tmp_path: Path) -> None:
     from playwright.sync_api import expect, sync_playwright
 
@@ -179,6 +180,7 @@ def test_the_sample_browser_in_a_real_browser(tmp_path: Path) -> None:
             shutil.copy(tmp_path / name, Path(os.environ["REPORT_SCREENSHOTS"]) / name)
 
 
+@pytest.mark.slow  # a real Chromium
 def test_a_three_k_csts_table_fits_a_1400px_window(tmp_path: Path) -> None:
     """Deshpande et al.'s layout (k = 0, 2, 4, six columns each) with a long hub id must not need a scrollbar."""
     from playwright.sync_api import sync_playwright

@@ -249,6 +249,7 @@ def test_batch_mode_gives_the_labels_of_one_by_one(
 
 
 @requires_smollm2
+@pytest.mark.slow  # the real SmolLM2 on CPU
 def test_smollm2_replies_are_read_and_counted_as_they_are(
     csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -18,21 +18,11 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.calling.backends import chat_mode, constrain_scale, local_models, thinking
+from harness.calling.backends import chat_mode, constrain_scale, hf_steps, local_models, thinking
 from harness.calling.backends.base import LocalBackend
-from harness.calling.backends.hf_steps import Interrupted as _Interrupted
-from harness.calling.backends.hf_steps import Item as _Item
-from harness.calling.backends.hf_steps import Loaded as _Loaded
-from harness.calling.backends.hf_steps import finish_reason as _finish_reason
-from harness.calling.backends.hf_steps import has_accelerate as _has_accelerate
-from harness.calling.backends.hf_steps import refusal as _refusal
-from harness.calling.backends.hf_steps import score_tokens as _score_tokens
-from harness.calling.backends.hf_steps import torch_dtype as _torch_dtype
-from harness.calling.backends.hf_steps import until_eos as _until_eos
 from harness.calling.backends.thinking import Thinking, thinking_record
 from harness.config.paper import truncation
 from harness.config.settings import LocalOptions, RunConfig
-from harness.scoring.reasoning import answer_start
 from harness.types import Completion, HarnessError, Request, Usage
 
 INSTALL_HINT = 'pip install -e ".[hf]"'
@@ -101,7 +91,7 @@ class HFBackend(LocalBackend):
         if model.startswith(("/", "./", "../", "~")) and not Path(model).expanduser().is_dir():
             raise HarnessError(f"no model directory at {model} (pass a local directory or a hub id)")
         self.batch_size: int | None = options.batch_size  # None until loaded when chosen automatically
-        self._loaded: _Loaded | None = None
+        self._loaded: hf_steps.Loaded | None = None
 
     def describe(self) -> dict[str, object]:
         """What decides the answers (part of the cache key). Throughput knobs such as the batch size are not."""
@@ -129,7 +119,7 @@ class HFBackend(LocalBackend):
         """What from_pretrained loads: the converted folder of a packaged model, else the name as given."""
         return str(local_models.model_dir(self.model, log=_note)) if self._packaged is not None else self.model
 
-    def load(self) -> _Loaded:
+    def load(self) -> hf_steps.Loaded:
         """Load model and tokenizer once; left padding for decoder-only models, right for encoder-decoder."""
         if self._loaded is not None:
             return self._loaded
@@ -148,9 +138,9 @@ class HFBackend(LocalBackend):
             if self.chat and not getattr(tokenizer, "chat_template", None):
                 raise HarnessError(f"--chat: the tokenizer of {self.model!r} has no chat template")
             cls = tf.AutoModelForSeq2SeqLM if encoder_decoder else tf.AutoModelForCausalLM
-            kwargs: dict[str, Any] = {"dtype": _torch_dtype(torch, self.options.dtype)}
+            kwargs: dict[str, Any] = {"dtype": hf_steps.torch_dtype(torch, self.options.dtype)}
             cuda = torch.cuda.is_available()
-            if cuda and _has_accelerate():
+            if cuda and hf_steps.has_accelerate():
                 kwargs["device_map"] = "auto"  # spread over every visible GPU (and CPU if it must)
             model = cls.from_pretrained(source, **kwargs)
             if cuda and "device_map" not in kwargs:
@@ -168,8 +158,8 @@ class HFBackend(LocalBackend):
             max_positions = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
         if self.batch_size is None:
             self.batch_size = START_BATCH_GPU if torch.cuda.is_available() else START_BATCH_CPU
-        score_tokens = _score_tokens(tokenizer) if self.expected or self.constrain is not None else {}
-        self._loaded = _Loaded(
+        score_tokens = hf_steps.score_tokens(tokenizer) if self.expected or self.constrain is not None else {}
+        self._loaded = hf_steps.Loaded(
             model, tokenizer, model.device, encoder_decoder, max_positions, frozenset(eos_ids), score_tokens
         )
         if self.progress:
@@ -179,7 +169,7 @@ class HFBackend(LocalBackend):
             )
         return self._loaded
 
-    def tokenize(self, requests: Sequence[Request]) -> list[_Item]:
+    def tokenize(self, requests: Sequence[Request]) -> list[hf_steps.Item]:
         """Token ids of each prompt: raw text as the paper sent it, or wrapped in the chat template."""
         tok = self.load().tokenizer
         # The reference code's truncation=True: each prompt cut to its first N tokens (a T5 tokenizer keeps </s>).
@@ -194,7 +184,7 @@ class HFBackend(LocalBackend):
             ids = tok(texts, add_special_tokens=False, **cut)["input_ids"]  # the template already holds them
         else:
             ids = tok([r.prompt for r in requests], **cut)["input_ids"]
-        return [_Item(r, list(i)) for r, i in zip(requests, ids, strict=True)]
+        return [hf_steps.Item(r, list(i)) for r, i in zip(requests, ids, strict=True)]
 
     async def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
         """Longest prompts first (an out-of-memory shows at once; similar lengths pad little), one batch at a time."""
@@ -203,13 +193,13 @@ class HFBackend(LocalBackend):
         lm = self.load()
         items = []
         for item in self.tokenize(requests):
-            error = _refusal(item, lm, self.budget(item.request))
+            error = hf_steps.refusal(item, lm, self.budget(item.request))
             if error is not None:
                 yield Completion(item.request.id, None, error=error)
             else:
                 items.append(item)
         items.sort(key=lambda it: -len(it.ids))
-        # generate runs in a worker thread: Ctrl-C (the task cancelled) sets `stop` at once; see _Interrupted.
+        # generate runs in a worker thread: Ctrl-C (the task cancelled) sets `stop` at once; see hf_steps.Interrupted.
         stop = threading.Event()
         start = 0
         try:
@@ -222,7 +212,7 @@ class HFBackend(LocalBackend):
         finally:
             stop.set()
 
-    def _run_batch(self, batch: list[_Item], stop: threading.Event) -> list[Completion]:
+    def _run_batch(self, batch: list[hf_steps.Item], stop: threading.Event) -> list[Completion]:
         try:
             return self._generate(batch, stop)
         except self.torch.cuda.OutOfMemoryError:
@@ -239,21 +229,13 @@ class HFBackend(LocalBackend):
             message = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
             return [Completion(it.request.id, None, error=message) for it in batch]
 
-    def _generate(self, batch: list[_Item], stop: threading.Event) -> list[Completion]:
+    def _generate(self, batch: list[hf_steps.Item], stop: threading.Event) -> list[Completion]:
         torch, lm = self.torch, self.load()
-        width = max(len(it.ids) for it in batch)
-        pad = lm.tokenizer.pad_token_id
-        rows, masks = [], []
-        for it in batch:
-            fill = width - len(it.ids)
-            if lm.encoder_decoder:
-                rows.append(it.ids + [pad] * fill)
-                masks.append([1] * len(it.ids) + [0] * fill)
-            else:  # left padding: every prompt ends where generation starts
-                rows.append([pad] * fill + it.ids)
-                masks.append([0] * fill + [1] * len(it.ids))
+        width, pad = max(len(it.ids) for it in batch), lm.tokenizer.pad_token_id
+        rows, masks = hf_steps.padded(batch, width, pad, lm.encoder_decoder)
         input_ids = torch.tensor(rows, device=lm.device)
         attention_mask = torch.tensor(masks, device=lm.device)
+        allowed = None if self.constrain is None else hf_steps.allowed(lm, width, self.constrain)
         with torch.inference_mode():
             out = lm.model.generate(
                 input_ids=input_ids,
@@ -264,65 +246,29 @@ class HFBackend(LocalBackend):
                 pad_token_id=pad,
                 return_dict_in_generate=True,
                 output_logits=self.expected,  # raw logits, before any logits processor of generation_config
-                prefix_allowed_tokens_fn=self._allowed(lm, width) if self.constrain is not None else None,
-                stopping_criteria=[_Interrupted(stop, torch)],
+                prefix_allowed_tokens_fn=allowed,
+                stopping_criteria=[hf_steps.Interrupted(stop, torch)],
             )
         if stop.is_set():
             return []  # interrupted: the outputs are cut short, and the run is being cancelled anyway
         sequences = out.sequences
-        probs = self._first_position_probs(out.logits[0], lm) if self.expected else [None] * len(batch)
+        probs = hf_steps.first_position_probs(torch, out.logits[0], lm) if self.expected else [None] * len(batch)
         # Encoder-decoder output starts with the decoder start token; decoder-only output repeats the prompt.
         new = sequences[:, 1:] if lm.encoder_decoder else sequences[:, width:]
         completions = []
         for row, (it, tokens, p) in enumerate(zip(batch, new.tolist(), probs, strict=True)):
             budget = self.budget(it.request)
-            kept = _until_eos(tokens[:budget], lm.eos_ids)
+            kept = hf_steps.until_eos(tokens[:budget], lm.eos_ids)
             text = lm.tokenizer.decode(kept, skip_special_tokens=True)
-            p = self._answer_probs(out.logits, row, kept, lm, p) if p is not None else None
+            p = hf_steps.answer_probs(torch, out.logits, row, kept, lm, p) if p is not None else None
             usage = Usage(len(it.ids), len(kept))
-            finish = _finish_reason(kept, budget, lm.eos_ids)
+            finish = hf_steps.finish_reason(kept, budget, lm.eos_ids)
             completions.append(Completion(it.request.id, text, usage=usage, score_probs=p, finish_reason=finish))
         return completions
 
     def budget(self, request: Request) -> int:
         """New tokens for a request: its answer's, and a reasoning run's thinking budget."""
         return self.thinking.max_tokens(request.max_tokens)
-
-    def _allowed(self, lm: _Loaded, width: int) -> Any:
-        """--constrain: transformers' prefix_allowed_tokens_fn. The first new token is one of the scale's integer
-        tokens ("4", " 4", ...), the next the end of sequence: the reply is exactly one score."""
-        scale = {str(v) for v in self.constrain or ()}
-        first, eos = sorted(i for i, v in lm.score_tokens.items() if v in scale), sorted(lm.eos_ids)
-        start = 1 if lm.encoder_decoder else width  # decoder input: its start token / the (left-padded) prompt
-        return lambda batch_id, input_ids: first if input_ids.shape[-1] == start else eos
-
-    def _answer_probs(
-        self, logits: Any, row: int, kept: list[int], lm: _Loaded, first: dict[str, float]
-    ) -> dict[str, float]:
-        """--scoring expected: the probabilities at the answer's first position, never a thought's (the first
-        position unless the reply thinks first; {} where its answer's first token cannot be told). The tokens are
-        decoded one by one with their special ones, so a thought's delimiters show even where they are special."""
-        pieces = [lm.tokenizer.decode([t], skip_special_tokens=False) for t in kept]
-        at = answer_start(pieces, "".join(pieces))
-        if at == 0:
-            return first  # no thought: the batch's first position, already computed
-        if at is None or at >= len(logits):
-            return {}
-        return self._first_position_probs(logits[at][row : row + 1], lm)[0]
-
-    def _first_position_probs(self, logits: Any, lm: _Loaded) -> list[dict[str, float]]:
-        """Per row: {integer: probability} at the first output position, over the whole vocabulary (float32)."""
-        probs = self.torch.softmax(logits.float(), dim=-1)
-        ids = [i for i in lm.score_tokens if i < probs.shape[-1]]
-        picked = probs[:, ids].tolist() if ids else [[] for _ in range(len(probs))]
-        rows = []
-        for row in picked:
-            sums: dict[str, float] = {}
-            for token_id, p in zip(ids, row, strict=True):
-                score = lm.score_tokens[token_id]
-                sums[score] = sums.get(score, 0.0) + p
-            rows.append(sums)
-        return rows
 
 
 def _note(line: str) -> None:

@@ -1,6 +1,7 @@
 """The hf backend's small steps around transformers' `generate` (harness/calling/backends/hf.py): what a loaded
-model holds, which requests it refuses, where an answer ends and why, and the stopping criterion that lets Ctrl-C
-end a batch in flight. Plain functions, no torch import of their own."""
+model holds, which requests it refuses, how a batch is padded, the --constrain rule, where an answer ends and why,
+the score-token probabilities of --scoring expected, and the stopping criterion that lets Ctrl-C end a batch in
+flight. Plain functions, no torch import of their own (the backend passes its module in)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.scoring.expected import score_token_value
+from harness.scoring.reasoning import answer_start
 from harness.types import Request
 
 
@@ -59,6 +61,60 @@ def refusal(item: Item, lm: Loaded, budget: int) -> str | None:
             f"prompt of {len(item.ids)} tokens plus {budget} new ones exceeds the model's context of {lm.max_positions}"
         )
     return None
+
+
+def padded(batch: list[Item], width: int, pad: int, encoder_decoder: bool) -> tuple[list[list[int]], list[list[int]]]:
+    """(input ids, attention masks) of a batch `width` tokens wide: padded on the right for encoder-decoder models,
+    on the left for decoder-only ones, so that every prompt ends where generation starts."""
+    rows, masks = [], []
+    for it in batch:
+        fill = width - len(it.ids)
+        if encoder_decoder:
+            rows.append(it.ids + [pad] * fill)
+            masks.append([1] * len(it.ids) + [0] * fill)
+        else:
+            rows.append([pad] * fill + it.ids)
+            masks.append([0] * fill + [1] * len(it.ids))
+    return rows, masks
+
+
+def allowed(lm: Loaded, width: int, constrain: tuple[int, ...]) -> Any:
+    """--constrain: transformers' prefix_allowed_tokens_fn. The first new token is one of the scale's integer
+    tokens ("4", " 4", ...), the next the end of sequence: the reply is exactly one score."""
+    scale = {str(v) for v in constrain}
+    first, eos = sorted(i for i, v in lm.score_tokens.items() if v in scale), sorted(lm.eos_ids)
+    start = 1 if lm.encoder_decoder else width  # decoder input: its start token / the (left-padded) prompt
+    return lambda batch_id, input_ids: first if input_ids.shape[-1] == start else eos
+
+
+def first_position_probs(torch: Any, logits: Any, lm: Loaded) -> list[dict[str, float]]:
+    """Per row: {integer: probability} at the first output position, over the whole vocabulary (float32)."""
+    probs = torch.softmax(logits.float(), dim=-1)
+    ids = [i for i in lm.score_tokens if i < probs.shape[-1]]
+    picked = probs[:, ids].tolist() if ids else [[] for _ in range(len(probs))]
+    rows = []
+    for row in picked:
+        sums: dict[str, float] = {}
+        for token_id, p in zip(ids, row, strict=True):
+            score = lm.score_tokens[token_id]
+            sums[score] = sums.get(score, 0.0) + p
+        rows.append(sums)
+    return rows
+
+
+def answer_probs(
+    torch: Any, logits: Any, row: int, kept: list[int], lm: Loaded, first: dict[str, float]
+) -> dict[str, float]:
+    """--scoring expected: the probabilities at the answer's first position, never a thought's (the first
+    position unless the reply thinks first; {} where its answer's first token cannot be told). The tokens are
+    decoded one by one with their special ones, so a thought's delimiters show even where they are special."""
+    pieces = [lm.tokenizer.decode([t], skip_special_tokens=False) for t in kept]
+    at = answer_start(pieces, "".join(pieces))
+    if at == 0:
+        return first  # no thought: the batch's first position, already computed
+    if at is None or at >= len(logits):
+        return {}
+    return first_position_probs(torch, logits[at][row : row + 1], lm)[0]
 
 
 def until_eos(tokens: list[int], eos_ids: frozenset[int]) -> list[int]:
