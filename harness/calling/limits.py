@@ -92,6 +92,26 @@ def _until(value: str | None, now: float | None) -> float | None:
     return _finite(when.timestamp() - (time.time() if now is None else now))
 
 
+LEARN_DEFICIT = 0.1  # a bucket's size is read only while at least this share of it is missing
+
+
+def refill_rate(limit: float, remaining: float, reset: float) -> float | None:
+    """Units a second the provider's bucket refills at, read as (limit - remaining) / reset: what is missing over
+    the time it takes to come back; None when the headers cannot tell. OpenAI and Anthropic document `limit` as a
+    per-minute figure (5000, remaining 4999, reset "12ms": 83 a second), and then limit / 60 is the exact rate
+    (remaining is rounded to whole units: near full, the ratio alone can be twice the rate); a `limit` that is the
+    bucket's size (some gateways) is read from the ratio, and only well below full, where rounding cannot mislead."""
+    missing = limit - remaining
+    if missing < 2 or reset <= 0:
+        return None
+    reading, per_minute = missing / reset, limit / 60.0
+    if per_minute <= 1.25 * reading and reading <= 4.0 * per_minute:
+        return per_minute
+    if missing >= LEARN_DEFICIT * limit and math.isfinite(reading):
+        return reading
+    return None
+
+
 def _number(value: str | None) -> float | None:
     if value is None:
         return None
