@@ -13,10 +13,10 @@ are also paced to just under that rate by a GCRA token bucket (`Pacer`), prompt 
 counts them for --max-cost, so 429s become rare instead of being the signal.
 
 A 429 also teaches a rate where no header does (or theirs was too high): the request rate is cut to PROBE_CUT of
-what was sent and probed back along CUBIC's curve (RFC 8312), paced by a second bucket (`probe`). A window halved
-per 429 swings between half the limit and all of it (75 % on average); a rate cut by a tenth stays within a tenth.
-Until the first answer, requests leave at most START_RATE a second: against a provider's burst allowance of 10-20
-requests, 429s to a first wave sent all at once would outnumber all later ones; spread out, the first 429 stops it.
+what was sent (or to the share answered, if less) and probed back along CUBIC's curve (RFC 8312), paced by a
+second bucket (`probe`). A halved window swings between half the limit and all of it (75 % on average); a rate cut
+by a tenth stays within a tenth. Until the first answer, requests leave at most START_RATE a second: against a
+burst allowance of 10-20, 429s to a first wave sent all at once would outnumber all later ones.
 
 Paced requests pass a turnstile one at a time, in order, and each is booked against the buckets at the moment it
 actually leaves, not when it joined the queue: times booked in advance would all come due together after any
@@ -34,40 +34,24 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.calling.limits import refill_rate
+from harness.calling.limits import Pacer, refill_rate
 from harness.types import RateLimit
 
 CUT = 0.5  # the window after a 429, as a share of what it was
 GROW_PERIOD = 0.1  # seconds: the window grows back by at most one slot in this time
 PACE = 0.98  # share of a provider-reported limit we pace to: headroom for clocks (other clients: the 429s' probe)
 RETRY_AFTER_CAP = 60.0  # seconds: the longest pause a retry-after may impose on the whole run
-# seconds: the longest reset a rate-limit header is read as. The limits they report are per minute (OpenAI's
-# x-ratelimit-limit-requests is an RPM, Anthropic's buckets refill within the minute), so a bucket is whole again
-# within 60 s; a reset of 10^9 s or in the year 9999 would pace a run to a request an age (issue 30).
+# seconds: the longest reset a header is read as. Their limits are per minute, so a bucket is whole within 60 s; a
+# reset of 10^9 s or in the year 9999 would pace a run to a request an age (issue 30).
 RESET_CAP = RETRY_AFTER_CAP
 FIRST_RTT = 0.1  # seconds assumed for a round trip until one is measured
 LEARN_WEIGHT = 0.2  # each new reading moves the paced rate this far towards it
-# Requests are paced evenly, but a bucket of two lets a request whose timer fired a little late be followed by
-# the next on time, so timer lateness does not add up to a slower pace; after a stall at most two leave at once.
+# Paced evenly, but a bucket of two lets a request whose timer fired late be followed by the next on time, so
+# timer lateness does not add up to a slower pace; after a stall at most two leave at once.
 REQUEST_BURST = 2.0
 START_RATE, START_BURST = 1000.0, 16.0  # requests a second (after a burst of 16) until the first answer
 PROBE_CUT = 0.9  # the request rate after a 429, as a share of what it was (CUBIC's beta, RFC 8312: 0.7 for windows)
 PROBE_K = 1.0  # seconds the probe takes to climb back to the rate that met the 429 (CUBIC's K)
-
-
-class Pacer:
-    """A GCRA token bucket: `rate` units a second, bursts of up to `burst` units. `free_at(cost)`: the earliest
-    time a request of `cost` units fits (the bucket never goes below empty); `book`: one left at `now`."""
-
-    def __init__(self, rate: float, burst: float) -> None:
-        self.rate, self.burst = rate, burst
-        self.tat = -math.inf  # the bucket's theoretical arrival time: the next unit is free from then on
-
-    def free_at(self, cost: float) -> float:
-        return self.tat - (self.burst - cost) / self.rate
-
-    def book(self, cost: float, now: float) -> None:
-        self.tat = max(self.tat, now) + cost / self.rate
 
 
 @dataclass(frozen=True)
@@ -92,9 +76,7 @@ class Limiter:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ceiling = max(1, ceiling)
-        # The window starts at the ceiling, not small as TCP's slow start does: a run against a fast server must
-        # not spend its first seconds ramping up, and against a limit the first 429s cut it within round trips
-        # (a slow start grows the window unchecked while the provider's bucket is full, then overshoots more).
+        # The window starts at the ceiling, not small as in TCP's slow start (against a limit: START_RATE).
         self.window = self.lowest = float(self.ceiling)
         self.in_flight = 0
         self.clock = clock
@@ -104,6 +86,8 @@ class Limiter:
         self.start: Pacer | None = Pacer(START_RATE, START_BURST)  # until the first answer
         self.probe: Pacer | None = None  # the rate 429s taught, when they have
         self.probe_max, self.probe_cut = 0.0, -math.inf  # the rate that met the last 429, and when
+        self.refused = self.answered = 0  # 429s and answers since that cut
+        self.settled = False  # the last cut was a gentle one (PROBE_CUT): the probe paces, the window must not bind
         self.paused_until = self.last_cut = -math.inf
         self.rtt = FIRST_RTT
         self.rate_limited = 0
@@ -112,14 +96,13 @@ class Limiter:
         self._gate_timer: asyncio.TimerHandle | None = None  # armed whenever the queue is not empty
 
     def _cap(self) -> int:
-        if self.probe is None:
+        if self.probe is None or not self.settled:
             return max(1, int(self.window))
         # Paced by the probe, the window must not be what binds: twice what the paced rate keeps in flight.
         return max(1, int(self.window), min(self.ceiling, math.ceil(2 * self.probe.rate * self.rtt)))
 
     async def acquire(self, cost: float = 0.0) -> float:
-        """Wait for a slot in the window, then for any pause and the pacers; returns when the request left.
-        Every acquire is matched by one `release` (or `cancel` if the request was never sent)."""
+        """Wait for a slot, any pause and the pacers; returns when it left. One `release` (or `cancel`) each."""
         if self._waiters or self.in_flight >= self._cap():
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
@@ -184,8 +167,10 @@ class Limiter:
             self._gate.popleft()
             waiter.set_result(self._book(cost, now))
 
-    def cancel(self) -> None:
-        """A slot given back unused."""
+    def paced(self) -> bool:  # whether requests leave at a pace (the user's, the headers' or the 429s')
+        return self.requests is not None or self.probe is not None
+
+    def cancel(self) -> None:  # a slot given back unused
         self.in_flight -= 1
         self._wake()
 
@@ -203,6 +188,7 @@ class Limiter:
         self.start = None  # an answer or a 429: the first wave is over
         if limited:
             self.rate_limited += 1
+            self.refused += 1
             if not self.fixed_rpm and sent > self.probe_cut:  # news: sent after the last cut
                 self._cut_probe(now)
             if sent >= self.last_cut and now - self.last_cut >= self.rtt:
@@ -224,33 +210,38 @@ class Limiter:
         self.in_flight -= 1
         if ok:
             self.rtt += 0.125 * ((now - sent) - self.rtt)  # smoothed as TCP smooths its RTT
+            self.answered += 1
             if self.probe is not None:
                 self._grow_probe(self.probe, now)
             if self.window < self.ceiling:
-                # One more slot per round trip, but no faster than one per GROW_PERIOD: against a fast server
-                # a window of a few slots would otherwise overshoot the limit several times a second.
+                # One more slot per round trip, no faster than one per GROW_PERIOD (a fast server: no overshoots)
                 step = min(1.0, self.rtt / GROW_PERIOD) / self.window
                 self.window = min(float(self.ceiling), self.window + step)
         self._wake()
 
     def _cut_probe(self, now: float) -> None:
-        """A 429 to a request sent since the last cut: the rate is cut to PROBE_CUT of what was being sent, the
-        pace of the probe or of the headers if either was pacing, else what the window kept out in a round trip."""
+        """A 429 to a request sent since the last cut: the rate is cut to PROBE_CUT of what was being sent (the
+        pace of the probe or of the headers, else what the window kept out in a round trip), or further, to the share
+        of attempts answered since the last cut (at most by half): far above the limit, that share is the limit."""
         sending = self.probe.rate if self.probe is not None else max(1.0, self.in_flight) / self.rtt
         if self.requests is not None:
             sending = min(sending, self.requests.rate)
-        self.probe_max, self.probe_cut = sending, now
+        seen = self.answered + self.refused
+        share = self.answered / seen if seen >= 4 else 1.0  # of what was sent, what the limit let through
+        rate = max(CUT, min(PROBE_CUT, share)) * sending
+        self.settled = share > CUT  # else far above the limit: the window may bind too
+        self.probe_max, self.probe_cut, self.refused, self.answered = rate / PROBE_CUT, now, 0, 0
         if self.probe is None:
-            self.probe = Pacer(PROBE_CUT * sending, REQUEST_BURST)
+            self.probe = Pacer(rate, REQUEST_BURST)
         else:
-            self.probe.rate = PROBE_CUT * sending
+            self.probe.rate = rate
 
     def _grow_probe(self, probe: Pacer, now: float) -> None:
         """CUBIC's curve: back to the rate that met the last 429 in PROBE_K seconds, faster and faster beyond it; the
-        probe is dropped once it allows more than the whole window could send (the limit has gone)."""
+        probe is dropped at 8 times that rate, 5 K seconds without a 429 (the limit has gone: the window is back)."""
         t = (now - self.probe_cut) / PROBE_K - 1.0
         probe.rate = self.probe_max * (1.0 + (1.0 - PROBE_CUT) * t * t * t)
-        if probe.rate * self.rtt > self.ceiling:
+        if probe.rate > 8.0 * self.probe_max:
             self.probe = None
 
     def _learn(self, limits: RateLimit, now: float) -> None:

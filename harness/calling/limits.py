@@ -1,4 +1,5 @@
-"""Read a provider's rate-limit headers into a RateLimit (pure; used by the API backends for dispatch's limiter).
+"""Read a provider's rate-limit headers into a RateLimit and the refill rate they reveal (pure; used by the API
+backends and dispatch's limiter, harness/calling/limiter.py, with `Pacer`, the token bucket it paces by).
 
 OpenAI (and vLLM-style gateways that copy it) send, on every reply:
   x-ratelimit-limit-requests / -tokens       the per-minute limit
@@ -90,6 +91,21 @@ def _until(value: str | None, now: float | None) -> float | None:
     if when.tzinfo is None:
         return None
     return _finite(when.timestamp() - (time.time() if now is None else now))
+
+
+class Pacer:
+    """A GCRA token bucket: `rate` units a second, bursts of up to `burst` units. `free_at(cost)`: the earliest
+    time a request of `cost` units fits (the bucket never goes below empty); `book`: one left at `now`."""
+
+    def __init__(self, rate: float, burst: float) -> None:
+        self.rate, self.burst = rate, burst
+        self.tat = -math.inf  # the bucket's theoretical arrival time: the next unit is free from then on
+
+    def free_at(self, cost: float) -> float:
+        return self.tat - (self.burst - cost) / self.rate
+
+    def book(self, cost: float, now: float) -> None:
+        self.tat = max(self.tat, now) + cost / self.rate
 
 
 LEARN_DEFICIT = 0.1  # a bucket's size is read only while at least this share of it is missing

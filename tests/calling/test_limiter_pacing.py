@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from harness.calling.limiter import PACE, PROBE_CUT, PROBE_K, START_BURST, START_RATE, Limiter
+from harness.calling.limiter import CUT, PACE, PROBE_CUT, PROBE_K, START_BURST, START_RATE, Limiter
 from harness.calling.limits import rate_limit, refill_rate
 from tests.virtual_clock import VirtualClockLoop, run_virtual
 
@@ -81,7 +81,15 @@ def test_a_429_without_headers_cuts_the_rate_and_cubic_probes_it_back() -> None:
     assert lim.report().probed_rpm == pytest.approx(60 * lim.probe.rate, abs=0.1)
     lim.in_flight = 2
     lim.release(clock.now, ok=False, limited=True)  # sent after the cut: news, cut from where the probe was
-    assert lim.probe.rate == pytest.approx(PROBE_CUT * top * (1 + (1 - PROBE_CUT) / 8))
+    # Since the last cut 3 answers and 2 refusals: 60 % of attempts got through, so the cut is to 60 %, not 90 %.
+    assert lim.probe.rate == pytest.approx(0.6 * top * (1 + (1 - PROBE_CUT) / 8))
+    assert lim.settled
+    lim.in_flight = 20
+    for _ in range(19):  # nothing answered since: far above the limit, cut by half at most, the window may bind
+        lim.release(clock.now, ok=False, limited=True)
+    clock.now += 0.001
+    lim.release(clock.now, ok=False, limited=True)
+    assert lim.probe.rate == pytest.approx(CUT * 0.6 * top * (1 + (1 - PROBE_CUT) / 8)) and not lim.settled
 
 
 def test_while_the_probe_paces_the_halved_window_does_not_bind() -> None:
