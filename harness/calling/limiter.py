@@ -87,7 +87,7 @@ class Limiter:
         self.probe: Pacer | None = None  # the rate 429s taught, when they have
         self.probe_max, self.probe_cut = 0.0, -math.inf  # the rate that met the last 429, and when
         self.refused = self.answered = 0  # 429s and answers since that cut
-        self.settled = False  # the last cut was a gentle one (PROBE_CUT): the probe paces, the window must not bind
+        self.beta = PROBE_CUT  # the last cut's share: the probe's curve starts there and is back at probe_max in K
         self.paused_until = self.last_cut = -math.inf
         self.rtt = FIRST_RTT
         self.rate_limited = 0
@@ -96,7 +96,7 @@ class Limiter:
         self._gate_timer: asyncio.TimerHandle | None = None  # armed whenever the queue is not empty
 
     def _cap(self) -> int:
-        if self.probe is None or not self.settled:
+        if self.probe is None:
             return max(1, int(self.window))
         # Paced by the probe, the window must not be what binds: twice what the paced rate keeps in flight.
         return max(1, int(self.window), min(self.ceiling, math.ceil(2 * self.probe.rate * self.rtt)))
@@ -229,8 +229,8 @@ class Limiter:
         seen = self.answered + self.refused
         share = self.answered / seen if seen >= 4 else 1.0  # of what was sent, what the limit let through
         rate = max(CUT, min(PROBE_CUT, share)) * sending
-        self.settled = share > CUT  # else far above the limit: the window may bind too
-        self.probe_max, self.probe_cut, self.refused, self.answered = rate / PROBE_CUT, now, 0, 0
+        self.beta = rate / sending
+        self.probe_max, self.probe_cut, self.refused, self.answered = sending, now, 0, 0
         if self.probe is None:
             self.probe = Pacer(rate, REQUEST_BURST)
         else:
@@ -238,9 +238,9 @@ class Limiter:
 
     def _grow_probe(self, probe: Pacer, now: float) -> None:
         """CUBIC's curve: back to the rate that met the last 429 in PROBE_K seconds, faster and faster beyond it; the
-        probe is dropped at 8 times that rate, 5 K seconds without a 429 (the limit has gone: the window is back)."""
+        probe is dropped at 8 times that rate, 3-5 K seconds without a 429 (the limit has gone: the window is back)."""
         t = (now - self.probe_cut) / PROBE_K - 1.0
-        probe.rate = self.probe_max * (1.0 + (1.0 - PROBE_CUT) * t * t * t)
+        probe.rate = self.probe_max * (1.0 + (1.0 - self.beta) * t * t * t)
         if probe.rate > 8.0 * self.probe_max:
             self.probe = None
 

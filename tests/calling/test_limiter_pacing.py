@@ -83,13 +83,15 @@ def test_a_429_without_headers_cuts_the_rate_and_cubic_probes_it_back() -> None:
     lim.release(clock.now, ok=False, limited=True)  # sent after the cut: news, cut from where the probe was
     # Since the last cut 3 answers and 2 refusals: 60 % of attempts got through, so the cut is to 60 %, not 90 %.
     assert lim.probe.rate == pytest.approx(0.6 * top * (1 + (1 - PROBE_CUT) / 8))
-    assert lim.settled
-    lim.in_flight = 20
-    for _ in range(19):  # nothing answered since: far above the limit, cut by half at most, the window may bind
-        lim.release(clock.now, ok=False, limited=True)
-    clock.now += 0.001
-    lim.release(clock.now, ok=False, limited=True)
-    assert lim.probe.rate == pytest.approx(CUT * 0.6 * top * (1 + (1 - PROBE_CUT) / 8)) and not lim.settled
+    peak = top * (1 + (1 - PROBE_CUT) / 8)
+    clock.now += 0.5 * PROBE_K  # the curve starts at 60 % this time, and is back at the peak in K seconds
+    lim.in_flight = 21
+    lim.release(clock.now - 0.1, ok=True)
+    assert lim.probe.rate == pytest.approx(peak * (1 - 0.4 / 8))
+    for _ in range(19):  # sent before that cut: one answer and 19 refusals since
+        lim.release(clock.now - 1.0, ok=False, limited=True)
+    lim.release(clock.now, ok=False, limited=True)  # news: far above the limit, cut by half (at most)
+    assert lim.probe.rate == pytest.approx(CUT * peak * (1 - 0.4 / 8))
 
 
 def test_while_the_probe_paces_the_halved_window_does_not_bind() -> None:
