@@ -25,7 +25,8 @@ Not a timed test (pytest does not collect it). Installs lm-eval[api]==0.4.13 onc
    with anthropic-ratelimit-* headers (as lagging), 429s with no header at all, and a prompt tokens-per-minute
    limit set to bind first (goodput then as % of the token limit). Then lm-eval under the request limit at
    --lmeval-rl-concurrency. The "net of burst" column subtracts the bucket's starting content. The target
-   (issue 33): >= 95 % of the limit with <= 3 % of attempts answered 429, in every mode. Per-run details go to
+   (issue 33): >= 95 % of the limit with <= 3 % of attempts answered 429, in every mode. `--against REF` runs each
+   mode with that commit's code too (git archive; its own ours_driver.py), interleaved, to compare under one load. Per-run details go to
    stderr; the tables to stdout. Exit status 1 when one of ours left a request unanswered (or lm-eval did
    without a rate limit).
 """
@@ -43,6 +44,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.bench import lmeval_env
+from tests.bench.bench_grid import checkout
 from tests.bench.vs_lmeval_support import (
     Contender,
     floor,
@@ -125,19 +127,27 @@ def ratios(
     return "\nRatios, medians of the runs above\n" + table(head, rows, ">>>")
 
 
-def rate_limit_runs(a: argparse.Namespace, lm: Contender | None, prompts: Path, tokens_per_prompt: float) -> bool:
+def rate_limit_runs(
+    a: argparse.Namespace, lm: Contender | None, prompts: Path, tokens_per_prompt: float, older: list[Contender]
+) -> bool:
     """Ours with default DispatchOptions against each limit, then lm-eval; prints the table."""
     tpm = round(a.tpm_fraction * a.rps_limit * tokens_per_prompt * 60)
     tpm_burst = round(tpm / 60 * a.rps_burst / a.rps_limit)  # as long a burst as the request bucket's
     rps = ["--rps-limit", f"{a.rps_limit:g}", "--rps-burst", f"{a.rps_burst:g}"]
     tokens = [*rps, "--tpm-limit", str(tpm), "--tpm-burst", str(tpm_burst)]
     lag = ["--header-lag", f"{a.header_lag:g}"]
+    modes = [
+        ("requests; retry-after only", "openai", rps),
+        ("requests; OpenAI headers", "openai", [*rps, "--ratelimit-headers", "openai", *lag]),
+        ("requests; Anthropic headers", "anthropic", [*rps, "--ratelimit-headers", "anthropic", *lag]),
+        ("requests; no header", "openai", [*rps, "--no-retry-after"]),
+        ("tokens/min; OpenAI headers", "openai", [*tokens, "--ratelimit-headers", "openai", *lag]),
+    ]
+    mine = [ours(), *older]  # --against: the same runs with that commit's code, interleaved (the order alternating)
     cases: list[tuple[str, Contender, str, list[str], int | None]] = [
-        ("requests; retry-after only", ours(), "openai", rps, None),
-        ("requests; OpenAI headers", ours(), "openai", [*rps, "--ratelimit-headers", "openai", *lag], None),
-        ("requests; Anthropic headers", ours(), "anthropic", [*rps, "--ratelimit-headers", "anthropic", *lag], None),
-        ("requests; no header", ours(), "openai", [*rps, "--no-retry-after"], None),
-        ("tokens/min; OpenAI headers", ours(), "openai", [*tokens, "--ratelimit-headers", "openai", *lag], None),
+        (label, c, backend, flags, None)
+        for i, (label, backend, flags) in enumerate(modes)
+        for c in (mine if i % 2 == 0 else mine[::-1])
     ]
     if lm is not None:
         cases.append(("requests; retry-after only", lm, "openai", rps, a.lmeval_rl_concurrency))
@@ -170,7 +180,7 @@ def rate_limit_runs(a: argparse.Namespace, lm: Contender | None, prompts: Path, 
         if failed:
             problems.append(f"  ! {contender.name}, {label}: answered {result['answered']}/{result['n']} (server: "
                             f"{served} served, {limits['rate_limited']} 429s): {result.get('error')}")  # fmt: skip
-            ok = ok and contender is lm  # lm-eval giving up under a limit is a finding, not a broken run
+            ok = ok and contender.name != "ours"  # lm-eval (or older code) giving up is a finding, not a broken run
     print(f"\nRate limits: {a.rl_n} requests a run, latency {a.latency * 1000:.0f} ms; request limit "
           f"{a.rps_limit:g}/s, bursts of {a.rps_burst:g}; token limit {tpm} prompt tokens/min, bursts of {tpm_burst} "
           f"({a.tpm_fraction:g} x the request limit at {tokens_per_prompt:.0f} tokens a prompt, ceil(bytes/4)); "
@@ -202,6 +212,7 @@ def main() -> None:
     p.add_argument("--skip-floor", action="store_true", help="leave out plain aiohttp (the HTTP library's own cost)")
     p.add_argument("--skip-throughput", action="store_true")
     p.add_argument("--skip-ratelimit", action="store_true")
+    p.add_argument("--against", metavar="REF", help="rate-limit runs also with this git ref's code, interleaved")
     a = p.parse_args()
     a.levels = [int(x) for x in a.levels.split(",")]
     lm, versions = None, None
@@ -218,7 +229,12 @@ def main() -> None:
         if not a.skip_ratelimit:
             prompts = make_prompts(a.rl_n, seed=1)
             tokens = sum(prompt_tokens(x) for x in prompts) / len(prompts)
-            ok = rate_limit_runs(a, lm, write_json(Path(tmp), "rl-prompts.json", prompts), tokens) and ok
+            older = []
+            if a.against:  # that commit's files (git archive), its own ours_driver.py, this checkout's fake server
+                code = checkout(a.against, Path(tempfile.mkdtemp(dir=tmp, prefix="against-")))
+                older = [Contender(f"ours {a.against}", Path(sys.executable), code / "tests" / "bench" /
+                                   "ours_driver.py", {"PYTHONPATH": str(code)})]  # fmt: skip
+            ok = rate_limit_runs(a, lm, write_json(Path(tmp), "rl-prompts.json", prompts), tokens, older) and ok
     sys.exit(0 if ok else 1)
 
 
