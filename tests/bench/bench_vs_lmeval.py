@@ -26,9 +26,9 @@ Not a timed test (pytest does not collect it). Installs lm-eval[api]==0.4.13 onc
    limit set to bind first (goodput then as % of the token limit). Then lm-eval under the request limit at
    --lmeval-rl-concurrency. The "net of burst" column subtracts the bucket's starting content. The target
    (issue 33): >= 95 % of the limit with <= 3 % of attempts answered 429, in every mode. `--against REF` runs each
-   mode with that commit's code too (git archive; its own ours_driver.py), interleaved, to compare under one load. Per-run details go to
-   stderr; the tables to stdout. Exit status 1 when one of ours left a request unanswered (or lm-eval did
-   without a rate limit).
+   mode with that commit's code too (git archive; its own ours_driver.py), interleaved, to compare under one load.
+   Per-run details go to stderr; the tables to stdout. Exit status 1 when one of ours left a request unanswered
+   (or lm-eval did without a rate limit).
 """
 
 from __future__ import annotations
