@@ -14,14 +14,20 @@ prompt larger than the token bucket can ever hold gets a 400 (retrying could nev
 Prompt tokens are counted crudely: ceil(UTF-8 bytes / 4) of the prompt text (about what a BPE tokenizer gives
 for English), so a client can compute the same number.
 
-Rate-limit headers (`headers="openai"` or `"anthropic"`), on every reply to a limited endpoint, 429s included,
-describing the buckets as they were when the request was admitted or refused:
-- openai: `x-ratelimit-limit-requests` (the bucket's capacity: "the maximum number of requests permitted before
-  exhausting the rate limit"), `x-ratelimit-remaining-requests` (what is left), `x-ratelimit-reset-requests` (the
-  time until the bucket is full again, as a Go duration: "120ms", "1s", "1.5s", "6m0s"), and the `-tokens` trio.
-  So (limit - remaining) / reset is the refill rate, as with OpenAI's (60 RPM: remaining 59, reset "1s").
+Rate-limit headers (`headers="openai"` or `"anthropic"`), on every reply to a limited endpoint, 429s included, as
+the providers document them: the limit is a per-minute figure, not the bucket's size, so they do not reveal how
+small a burst the bucket allows (OpenAI: limits "may be quantized", enforced over shorter periods), and what is
+missing from the bucket shows as `limit - remaining`:
+- openai: `x-ratelimit-limit-requests` (requests per minute: OpenAI's example is 60), `x-ratelimit-remaining-requests`
+  (the limit less what is missing from the bucket, rounded up to whole requests: 59 after one), and
+  `x-ratelimit-reset-requests` (the time until the bucket is full again, as a Go duration: "1s", "120ms", "6m0s"),
+  and the `-tokens` trio (tokens per minute). (limit - remaining) / reset is then the refill rate, as with OpenAI's
+  (60 RPM, remaining 59, reset "1s"; 5000 RPM, remaining 4999, reset "12ms").
 - anthropic: `anthropic-ratelimit-requests-limit` / `-remaining` / `-reset` (RFC 3339 UTC time at which the
   bucket is full again, with milliseconds: "2025-01-15T14:24:00.120Z") and `anthropic-ratelimit-input-tokens-*`.
+`header_lag` (`--header-lag S`) makes the headers lag the bucket, as a provider's distributed counters do: they
+describe it as it was when last read, at most S seconds ago (the buckets themselves are always current).
+`retry_after=False` (`--no-retry-after`) sends 429s with no retry-after of any kind.
 """
 
 from __future__ import annotations
@@ -111,6 +117,8 @@ class RateLimitPolicy:
     tpm_burst: float | None = None  # the token bucket's capacity; None: one second's worth (tpm / 60)
     headers: str | None = None  # "openai" | "anthropic": rate-limit headers on every reply
     retry_after_ms: bool = True  # send retry-after-ms with 429s (besides retry-after)
+    header_lag: float = 0.0  # seconds: the headers describe the buckets as last read, at most this long ago
+    retry_after: bool = True  # False: 429s carry no retry-after (nor retry-after-ms)
 
     def __post_init__(self) -> None:
         if self.headers is not None and self.headers not in HEADER_STYLES:
@@ -144,6 +152,7 @@ class RateLimiter:
         self.admitted_tokens = 0
         self.refused = {"requests": 0, "tokens": 0}
         self.too_large = 0
+        self.read_at, self.missing = -math.inf, dict[str, float]()  # the buckets' deficits when headers last read them
 
     def admit(self, request: web.Request, prompt: str, action: str) -> str:
         """Admit a request with this prompt: `action` when the buckets have room (taking from them; the headers
@@ -179,27 +188,35 @@ class RateLimiter:
         return self.headers(now)
 
     def headers(self, now: float) -> dict[str, str]:
-        """The rate-limit headers in the policy's style ({} without one)."""
+        """The rate-limit headers in the policy's style ({} without one), per minute as the providers send them."""
         style = self.policy.headers
         out: dict[str, str] = {}
         if style is None:
             return out
+        if now - self.read_at >= self.policy.header_lag:  # else the lagging counters still show the last reading
+            self.read_at = now
+            for kind, bucket in self.buckets.items():
+                bucket.refill(now)
+                self.missing[kind] = bucket.capacity - bucket.level
         for kind, bucket in self.buckets.items():
-            limit, remaining = f"{bucket.capacity:.0f}", str(max(0, math.floor(bucket.level)))
+            per_minute, missing = round(bucket.rate * 60), self.missing[kind]
+            limit, remaining = str(per_minute), str(max(0, per_minute - math.ceil(missing - 1e-9)))
             if style == "openai":
                 out[f"x-ratelimit-limit-{kind}"] = limit
                 out[f"x-ratelimit-remaining-{kind}"] = remaining
-                out[f"x-ratelimit-reset-{kind}"] = go_duration(bucket.until_full(now))
+                out[f"x-ratelimit-reset-{kind}"] = go_duration(missing / bucket.rate)
             else:
                 name = "requests" if kind == "requests" else "input-tokens"
                 out[f"anthropic-ratelimit-{name}-limit"] = limit
                 out[f"anthropic-ratelimit-{name}-remaining"] = remaining
-                out[f"anthropic-ratelimit-{name}-reset"] = rfc3339(self.wall() + bucket.until_full(now))
+                out[f"anthropic-ratelimit-{name}-reset"] = rfc3339(self.wall() + missing / bucket.rate)
         return out
 
     def _too_many(self, refusal: Refusal, anthropic: bool, now: float) -> web.HTTPTooManyRequests:
-        headers = self.headers(now) | {"retry-after": str(max(1, math.ceil(refusal.wait)))}
-        if self.policy.retry_after_ms:
+        headers = self.headers(now)
+        if self.policy.retry_after:
+            headers["retry-after"] = str(max(1, math.ceil(refusal.wait)))
+        if self.policy.retry_after and self.policy.retry_after_ms:
             headers["retry-after-ms"] = str(max(1, math.ceil(refusal.wait * 1000)))
         per = "requests per second (RPS)" if refusal.kind == "requests" else "prompt tokens per minute (TPM)"
         message = f"Rate limit reached on {per}. Please try again in {refusal.wait * 1000:.0f}ms."
@@ -236,6 +253,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tpm-burst", type=float, help="the token bucket's capacity (default: one second's worth)")
     p.add_argument("--ratelimit-headers", choices=HEADER_STYLES, help="rate-limit headers on every reply")
     p.add_argument("--no-retry-after-ms", action="store_true", help="429s carry retry-after only (as Anthropic's)")
+    p.add_argument("--no-retry-after", action="store_true", help="429s carry no retry-after of any kind")
+    p.add_argument("--header-lag", type=float, default=0.0, help="seconds the rate-limit headers may lag the buckets")
 
 
 def policy_from_args(a: argparse.Namespace) -> RateLimitPolicy | None:
@@ -243,8 +262,9 @@ def policy_from_args(a: argparse.Namespace) -> RateLimitPolicy | None:
     if not (a.rps_limit or a.tpm_limit or a.ratelimit_headers):
         return None
     return RateLimitPolicy(
-        a.rps_limit, a.rps_burst, a.tpm_limit, a.tpm_burst, a.ratelimit_headers, not a.no_retry_after_ms
-    )
+        a.rps_limit, a.rps_burst, a.tpm_limit, a.tpm_burst, a.ratelimit_headers, not a.no_retry_after_ms,
+        a.header_lag, not a.no_retry_after,
+    )  # fmt: skip
 
 
 def event_loop_runner() -> Callable[[Coroutine[Any, Any, None]], None]:

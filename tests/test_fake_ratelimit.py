@@ -75,16 +75,16 @@ def test_formats_and_token_count() -> None:
 
 def test_requests_limit_refuses_beyond_the_bucket_with_retry_after_until_it_has_room() -> None:
     lim, clock = limiter(RateLimitPolicy(rps=2, headers="openai"))
-    assert lim.take("a", False) == {
-        "x-ratelimit-limit-requests": "2",
-        "x-ratelimit-remaining-requests": "1",
+    assert lim.take("a", False) == {  # as OpenAI documents them: the limit per minute, what is left of it
+        "x-ratelimit-limit-requests": "120",
+        "x-ratelimit-remaining-requests": "119",
         "x-ratelimit-reset-requests": "500ms",
     }
     lim.take("b", False)
     error = refused(lim)
     assert error.status == 429
     assert error.headers["retry-after-ms"] == "500" and error.headers["retry-after"] == "1"
-    assert error.headers["x-ratelimit-remaining-requests"] == "0"
+    assert error.headers["x-ratelimit-remaining-requests"] == "118"
     assert error.headers["x-ratelimit-reset-requests"] == "1s"
     body = json.loads(error.text or "")
     assert body["error"]["code"] == "rate_limit_exceeded" and body["error"]["type"] == "requests"
@@ -103,8 +103,8 @@ def test_requests_limit_refuses_beyond_the_bucket_with_retry_after_until_it_has_
 def test_tokens_limit_counts_prompt_tokens_and_a_prompt_over_the_bucket_is_a_400() -> None:
     lim, clock = limiter(RateLimitPolicy(tpm=6000, headers="anthropic", retry_after_ms=False))  # 100 tokens/s
     headers = lim.take("x" * 240, anthropic=True)  # 60 tokens
-    assert headers["anthropic-ratelimit-input-tokens-limit"] == "100"
-    assert headers["anthropic-ratelimit-input-tokens-remaining"] == "40"
+    assert headers["anthropic-ratelimit-input-tokens-limit"] == "6000"
+    assert headers["anthropic-ratelimit-input-tokens-remaining"] == "5940"
     reset = datetime.fromisoformat(headers["anthropic-ratelimit-input-tokens-reset"])
     assert reset.timestamp() == pytest.approx(1_700_000_000.0 + clock.now + 0.6)
     assert not any("requests" in h for h in headers)  # no request limit, no request headers
@@ -125,12 +125,29 @@ def test_both_limits_refuse_on_the_one_that_is_short_and_take_from_neither() -> 
     assert lim.take("x", False) == {}  # no header style: no headers
 
 
+def test_headers_lag_the_bucket_and_429s_may_carry_no_retry_after() -> None:
+    lim, clock = limiter(RateLimitPolicy(rps=1, rps_burst=5, headers="openai", header_lag=0.5, retry_after=False))
+    first = lim.take("a", False)
+    assert (first["x-ratelimit-remaining-requests"], first["x-ratelimit-reset-requests"]) == ("59", "1s")
+    clock.now += 0.1
+    for _ in range(3):  # 3.9 missing now; the counters last read 1 missing and still say so
+        assert lim.take("a", False) == first
+    clock.now += 0.4  # half a second after the last reading: read again (4.5 missing after this one)
+    fresh = lim.take("a", False)
+    assert (fresh["x-ratelimit-remaining-requests"], fresh["x-ratelimit-reset-requests"]) == ("55", "4.5s")
+    error = refused(lim)
+    assert "retry-after" not in error.headers and "retry-after-ms" not in error.headers
+
+
 def test_policy_flags_are_off_by_default() -> None:
     p = argparse.ArgumentParser()
     add_arguments(p)
     assert policy_from_args(p.parse_args([])) is None
     policy = policy_from_args(p.parse_args(["--rps-limit", "200", "--ratelimit-headers", "openai"]))
     assert policy == RateLimitPolicy(rps=200, headers="openai")
+    flags = ["--rps-limit", "200", "--rps-burst", "20", "--header-lag", "0.5", "--no-retry-after"]
+    assert policy_from_args(p.parse_args(flags)) == RateLimitPolicy(rps=200, rps_burst=20, header_lag=0.5,
+                                                                    retry_after=False)  # fmt: skip
     with pytest.raises(ValueError):
         RateLimitPolicy(headers="google")
 
@@ -150,8 +167,9 @@ def test_openai_sdk_meets_the_429_and_the_headers() -> None:
         message = [{"role": "user", "content": "hi"}]
         raw = client.chat.completions.with_raw_response.create(model="m", messages=message)  # type: ignore[arg-type]
         assert raw.parse().choices[0].message.content
-        assert raw.headers["x-ratelimit-limit-requests"] == "1"
-        assert raw.headers["x-ratelimit-remaining-requests"] == "0"
+        assert raw.headers["x-ratelimit-limit-requests"] == "60"  # OpenAI's own example: 60, 59, "1s"
+        assert raw.headers["x-ratelimit-remaining-requests"] == "59"
+        assert raw.headers["x-ratelimit-reset-requests"] == "1s"
         with pytest.raises(openai.RateLimitError) as caught:
             client.chat.completions.create(model="m", messages=message)  # type: ignore[arg-type]
         headers = caught.value.response.headers
@@ -169,8 +187,8 @@ def test_anthropic_sdk_meets_the_429_and_the_headers() -> None:
         message = [{"role": "user", "content": "hi"}]
         raw = client.messages.with_raw_response.create(model="m", max_tokens=20, messages=message)  # type: ignore[arg-type]
         assert raw.parse().content
-        assert raw.headers["anthropic-ratelimit-requests-remaining"] == "0"
-        assert raw.headers["anthropic-ratelimit-input-tokens-limit"] == "10000"
+        assert raw.headers["anthropic-ratelimit-requests-remaining"] == "59"
+        assert raw.headers["anthropic-ratelimit-input-tokens-limit"] == "600000"
         assert datetime.fromisoformat(raw.headers["anthropic-ratelimit-requests-reset"]).tzinfo is not None
         with pytest.raises(anthropic.RateLimitError) as caught:
             client.messages.create(model="m", max_tokens=20, messages=message)  # type: ignore[arg-type]

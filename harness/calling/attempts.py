@@ -126,6 +126,10 @@ class Attempts:
             raise RetryableError(f"no answer within {timeout:g}s (--timeout)") from None
         except RetryableError as e:
             limiter.release(sent, ok=False, limited=e.limited, retry_after=e.retry_after, limits=e.rate_limit)
+            if e.limited and e.retry_after is None and limiter.paced():
+                # A 429 that names no wait: the limiter's pace (which the 429 just cut) spaces the retry, not a
+                # blind backoff of seconds that leaves the last requests of a run waiting with the limit idle.
+                e.retry_after = 0.0
             if isinstance(e, Unreachable) and not self.reach.answered:
                 self.unreached += 1
                 self.reach.unreachable(e)  # raises PermanentError once the wait is over

@@ -12,6 +12,12 @@ Anthropic's anthropic-ratelimit-*; harness/calling/limits.py), or the user state
 are also paced to just under that rate by a GCRA token bucket (`Pacer`), prompt tokens counted as dispatch
 counts them for --max-cost, so 429s become rare instead of being the signal.
 
+A 429 also teaches a rate where no header does (or theirs was too high): the request rate is cut to PROBE_CUT of
+what was sent (or to the share answered, if less) and probed back along CUBIC's curve (RFC 8312), paced by a
+second bucket (`probe`). A halved window swings between half the limit and all of it (75 % on average); a rate cut
+by a tenth stays within a tenth. Until the first answer, requests leave at most START_RATE a second: against a
+burst allowance of 10-20, 429s to a first wave sent all at once would outnumber all later ones.
+
 Paced requests pass a turnstile one at a time, in order, and each is booked against the buckets at the moment it
 actually leaves, not when it joined the queue: times booked in advance would all come due together after any
 stall of this process (a busy machine, a long garbage collection), and that bunch, not the average rate, is what a
@@ -28,38 +34,24 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.calling.limits import Pacer, refill_rate
 from harness.types import RateLimit
 
 CUT = 0.5  # the window after a 429, as a share of what it was
 GROW_PERIOD = 0.1  # seconds: the window grows back by at most one slot in this time
-PACE = 0.95  # share of a provider-reported limit we pace to: headroom for clocks and for other clients
+PACE = 0.98  # share of a provider-reported limit we pace to: headroom for clocks (other clients: the 429s' probe)
 RETRY_AFTER_CAP = 60.0  # seconds: the longest pause a retry-after may impose on the whole run
-# seconds: the longest reset a rate-limit header is read as. The limits they report are per minute (OpenAI's
-# x-ratelimit-limit-requests is an RPM, Anthropic's buckets refill within the minute), so a bucket is whole again
-# within 60 s; a reset of 10^9 s or in the year 9999 would pace a run to a request an age (issue 30).
+# seconds: the longest reset a header is read as. Their limits are per minute, so a bucket is whole within 60 s; a
+# reset of 10^9 s or in the year 9999 would pace a run to a request an age (issue 30).
 RESET_CAP = RETRY_AFTER_CAP
 FIRST_RTT = 0.1  # seconds assumed for a round trip until one is measured
-LEARN_DEFICIT = 0.1  # a refill rate is read from headers only while the bucket is at least this far from full
 LEARN_WEIGHT = 0.2  # each new reading moves the paced rate this far towards it
-# Requests are paced evenly, but a bucket of two lets a request whose timer fired a little late be followed by
-# the next on time, so timer lateness does not add up to a slower pace; after a stall at most two leave at once.
+# Paced evenly, but a bucket of two lets a request whose timer fired late be followed by the next on time, so
+# timer lateness does not add up to a slower pace; after a stall at most two leave at once.
 REQUEST_BURST = 2.0
-
-
-class Pacer:
-    """A GCRA token bucket: `rate` units a second, bursts of up to `burst` units."""
-
-    def __init__(self, rate: float, burst: float) -> None:
-        self.rate, self.burst = rate, burst
-        self.tat = -math.inf  # the bucket's theoretical arrival time: the next unit is free from then on
-
-    def free_at(self, cost: float) -> float:
-        """The earliest time a request of `cost` units fits (the bucket never goes below empty)."""
-        return self.tat - (self.burst - cost) / self.rate
-
-    def book(self, cost: float, now: float) -> None:
-        """A request of `cost` units left at `now` (no sooner than `free_at(cost)`)."""
-        self.tat = max(self.tat, now) + cost / self.rate
+START_RATE, START_BURST = 1000.0, 16.0  # requests a second (after a burst of 16) until the first answer
+PROBE_CUT = 0.9  # the request rate after a 429, as a share of what it was (CUBIC's beta, RFC 8312: 0.7 for windows)
+PROBE_K = 1.0  # seconds the probe takes to climb back to the rate that met the 429 (CUBIC's K)
 
 
 @dataclass(frozen=True)
@@ -72,6 +64,7 @@ class LimiterReport:
     rate_limited: int  # 429 replies seen
     paced_rpm: float | None  # the request rate paced to (--rpm, or learned from headers); None: not paced
     paced_tpm: float | None
+    probed_rpm: float | None = None  # the request rate 429s taught (probed back up since); None: no 429
 
 
 class Limiter:
@@ -83,17 +76,19 @@ class Limiter:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ceiling = max(1, ceiling)
-        # The window starts at the ceiling, not small as TCP's slow start does: a run against a fast server must
-        # not spend its first seconds ramping up, and against a limit the first 429s cut it within round trips
-        # (a slow start grows the window unchecked while the provider's bucket is full, then overshoots more).
+        # The window starts at the ceiling, not small as in TCP's slow start (against a limit: START_RATE).
         self.window = self.lowest = float(self.ceiling)
         self.in_flight = 0
         self.clock = clock
         self.fixed_rpm, self.fixed_tpm = rpm is not None, tpm is not None  # the user's word beats the headers
         self.requests = Pacer(rpm / 60.0, REQUEST_BURST) if rpm else None
         self.tokens = Pacer(tpm / 60.0, tpm / 60.0) if tpm else None  # a second's worth: one prompt always fits
-        self.paused_until = -math.inf
-        self.last_cut = -math.inf
+        self.start: Pacer | None = Pacer(START_RATE, START_BURST)  # until the first answer
+        self.probe: Pacer | None = None  # the rate 429s taught, when they have
+        self.probe_max, self.probe_cut = 0.0, -math.inf  # the rate that met the last 429, and when
+        self.refused = self.answered = 0  # 429s and answers since that cut
+        self.beta = PROBE_CUT  # the last cut's share: the probe's curve starts there and is back at probe_max in K
+        self.paused_until = self.last_cut = -math.inf
         self.rtt = FIRST_RTT
         self.rate_limited = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
@@ -101,11 +96,13 @@ class Limiter:
         self._gate_timer: asyncio.TimerHandle | None = None  # armed whenever the queue is not empty
 
     def _cap(self) -> int:
-        return max(1, int(self.window))
+        if self.probe is None:
+            return max(1, int(self.window))
+        # Paced by the probe, the window must not be what binds: twice what the paced rate keeps in flight.
+        return max(1, int(self.window), min(self.ceiling, math.ceil(2 * self.probe.rate * self.rtt)))
 
     async def acquire(self, cost: float = 0.0) -> float:
-        """Wait for a slot in the window, then for any pause and the pacers; returns when the request left.
-        Every acquire is matched by one `release` (or `cancel` if the request was never sent)."""
+        """Wait for a slot, any pause and the pacers; returns when it left. One `release` (or `cancel`) each."""
         if self._waiters or self.in_flight >= self._cap():
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
@@ -128,15 +125,17 @@ class Limiter:
     def _free_at(self, cost: float) -> float:
         """The earliest time the next request (of `cost` prompt tokens) may leave: pause and buckets."""
         start = self.paused_until
-        if self.requests is not None:
-            start = max(start, self.requests.free_at(1.0))
+        for pacer in (self.requests, self.start, self.probe):  # a request a unit
+            if pacer is not None:
+                start = max(start, pacer.free_at(1.0))
         if self.tokens is not None and cost > 0:
             start = max(start, self.tokens.free_at(cost))
         return start
 
     def _book(self, cost: float, now: float) -> float:
-        if self.requests is not None:
-            self.requests.book(1.0, now)
+        for pacer in (self.requests, self.start, self.probe):
+            if pacer is not None:
+                pacer.book(1.0, now)
         if self.tokens is not None and cost > 0:
             self.tokens.book(cost, now)
         return now
@@ -168,8 +167,10 @@ class Limiter:
             self._gate.popleft()
             waiter.set_result(self._book(cost, now))
 
-    def cancel(self) -> None:
-        """A slot given back unused."""
+    def paced(self) -> bool:  # whether requests leave at a pace (the user's, the headers' or the 429s')
+        return self.requests is not None or self.probe is not None
+
+    def cancel(self) -> None:  # a slot given back unused
         self.in_flight -= 1
         self._wake()
 
@@ -184,8 +185,12 @@ class Limiter:
             # Headers no rule foresaw are no news; either way the slot below is freed (a leaked one hangs a run).
             with contextlib.suppress(ArithmeticError, ValueError, TypeError):
                 self._learn(limits, now)
+        self.start = None  # an answer or a 429: the first wave is over
         if limited:
             self.rate_limited += 1
+            self.refused += 1
+            if not self.fixed_rpm and sent > self.probe_cut:  # news: sent after the last cut
+                self._cut_probe(now)
             if sent >= self.last_cut and now - self.last_cut >= self.rtt:
                 self.window = max(1.0, self.window * CUT)
                 self.lowest = min(self.lowest, self.window)
@@ -205,20 +210,43 @@ class Limiter:
         self.in_flight -= 1
         if ok:
             self.rtt += 0.125 * ((now - sent) - self.rtt)  # smoothed as TCP smooths its RTT
+            self.answered += 1
+            if self.probe is not None:
+                self._grow_probe(self.probe, now)
             if self.window < self.ceiling:
-                # One more slot per round trip, but no faster than one per GROW_PERIOD: against a fast server
-                # a window of a few slots would otherwise overshoot the limit several times a second.
+                # One more slot per round trip, no faster than one per GROW_PERIOD (a fast server: no overshoots)
                 step = min(1.0, self.rtt / GROW_PERIOD) / self.window
                 self.window = min(float(self.ceiling), self.window + step)
         self._wake()
 
-    def _learn(self, limits: RateLimit, now: float) -> None:
-        """Pace to just under the refill rate the provider's headers reveal; wait when a limit is spent.
+    def _cut_probe(self, now: float) -> None:
+        """A 429 to a request sent since the last cut: the rate is cut to PROBE_CUT of what was being sent (the
+        pace of the probe or of the headers, else what the window kept out in a round trip), or further, to the share
+        of attempts answered since the last cut (at most by half): far above the limit, that share is the limit."""
+        sending = self.probe.rate if self.probe is not None else max(1.0, self.in_flight) / self.rtt
+        if self.requests is not None:
+            sending = min(sending, self.requests.rate)
+        seen = self.answered + self.refused
+        share = self.answered / seen if seen >= 4 else 1.0  # of what was sent, what the limit let through
+        rate = max(CUT, min(PROBE_CUT, share)) * sending
+        self.beta = rate / sending
+        self.probe_max, self.probe_cut, self.refused, self.answered = sending, now, 0, 0
+        if self.probe is None:
+            self.probe = Pacer(rate, REQUEST_BURST)
+        else:
+            self.probe.rate = rate
 
-        The rate is read as (limit - remaining) / reset: what is missing from the bucket over the time it takes
-        to refill. That holds whether `limit` is a per-minute figure (OpenAI: 5000, remaining 4999, reset
-        "12ms": 83/s) or a bucket's size, and it is only read while the bucket is well below full, where a
-        rounded `remaining` or `reset` cannot mislead (near full there is nothing to pace anyway)."""
+    def _grow_probe(self, probe: Pacer, now: float) -> None:
+        """CUBIC's curve: back to the rate that met the last 429 in PROBE_K seconds, faster and faster beyond it; the
+        probe is dropped at 8 times that rate, 3-5 K seconds without a 429 (the limit has gone: the window is back)."""
+        t = (now - self.probe_cut) / PROBE_K - 1.0
+        probe.rate = self.probe_max * (1.0 + (1.0 - self.beta) * t * t * t)
+        if probe.rate > 8.0 * self.probe_max:
+            self.probe = None
+
+    def _learn(self, limits: RateLimit, now: float) -> None:
+        """Pace to just under the refill rate the provider's headers reveal (limits.py `refill_rate`); wait when a
+        limit is spent."""
         for kind, limit, remaining, reset in (
             ("requests", limits.requests_limit, limits.requests_remaining, limits.requests_reset),
             ("tokens", limits.tokens_limit, limits.tokens_remaining, limits.tokens_reset),
@@ -229,10 +257,9 @@ class Limiter:
             pacer = self.requests if kind == "requests" else self.tokens
             if reset is not None and not math.isfinite(reset):
                 continue  # limits.py reads none of these; a RateLimit made elsewhere might hold one
-            if not fixed and reset and limit - remaining >= max(2.0, LEARN_DEFICIT * limit):
-                rate = PACE * (limit - remaining) / min(reset, RESET_CAP)
-                if not rate > 0 or not math.isfinite(rate):
-                    continue
+            refill = None if fixed or not reset else refill_rate(limit, remaining, min(reset, RESET_CAP))
+            if refill is not None:
+                rate = PACE * refill
                 if pacer is None:  # requests: evenly spaced; tokens: a second's worth may go at once
                     pacer = Pacer(rate, REQUEST_BURST if kind == "requests" else rate)
                     if kind == "requests":
@@ -260,4 +287,5 @@ class Limiter:
             self.rate_limited,
             round(self.requests.rate * 60.0, 1) if self.requests else None,
             round(self.tokens.rate * 60.0, 1) if self.tokens else None,
+            round(self.probe.rate * 60.0, 1) if self.probe else None,
         )

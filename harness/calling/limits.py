@@ -1,4 +1,5 @@
-"""Read a provider's rate-limit headers into a RateLimit (pure; used by the API backends for dispatch's limiter).
+"""Read a provider's rate-limit headers into a RateLimit and the refill rate they reveal (pure; used by the API
+backends and dispatch's limiter, harness/calling/limiter.py, with `Pacer`, the token bucket it paces by).
 
 OpenAI (and vLLM-style gateways that copy it) send, on every reply:
   x-ratelimit-limit-requests / -tokens       the per-minute limit
@@ -90,6 +91,41 @@ def _until(value: str | None, now: float | None) -> float | None:
     if when.tzinfo is None:
         return None
     return _finite(when.timestamp() - (time.time() if now is None else now))
+
+
+class Pacer:
+    """A GCRA token bucket: `rate` units a second, bursts of up to `burst` units. `free_at(cost)`: the earliest
+    time a request of `cost` units fits (the bucket never goes below empty); `book`: one left at `now`."""
+
+    def __init__(self, rate: float, burst: float) -> None:
+        self.rate, self.burst = rate, burst
+        self.tat = -math.inf  # the bucket's theoretical arrival time: the next unit is free from then on
+
+    def free_at(self, cost: float) -> float:
+        return self.tat - (self.burst - cost) / self.rate
+
+    def book(self, cost: float, now: float) -> None:
+        self.tat = max(self.tat, now) + cost / self.rate
+
+
+LEARN_DEFICIT = 0.1  # a bucket's size is read only while at least this share of it is missing
+
+
+def refill_rate(limit: float, remaining: float, reset: float) -> float | None:
+    """Units a second the provider's bucket refills at, read as (limit - remaining) / reset: what is missing over
+    the time it takes to come back; None when the headers cannot tell. OpenAI and Anthropic document `limit` as a
+    per-minute figure (5000, remaining 4999, reset "12ms": 83 a second), and then limit / 60 is the exact rate
+    (remaining is rounded to whole units: near full, the ratio alone can be twice the rate); a `limit` that is the
+    bucket's size (some gateways) is read from the ratio, and only well below full, where rounding cannot mislead."""
+    missing = limit - remaining
+    if missing < 2 or reset <= 0:
+        return None
+    reading, per_minute = missing / reset, limit / 60.0
+    if per_minute <= 1.25 * reading and reading <= 4.0 * per_minute:
+        return per_minute
+    if missing >= LEARN_DEFICIT * limit and math.isfinite(reading):
+        return reading
+    return None
 
 
 def _number(value: str | None) -> float | None:

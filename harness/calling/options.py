@@ -13,6 +13,7 @@ from tenacity.wait import wait_random_exponential
 
 from harness.calling.backends.base import RetryableError
 from harness.calling.cache import ResponseCache
+from harness.calling.limiter import RETRY_AFTER_CAP
 from harness.calling.pricing import Price, prompt_counter
 from harness.config.settings import BatchOptions, RunConfig
 
@@ -25,7 +26,7 @@ class RetryPolicy:
     timeout: float = 120.0  # seconds per attempt
     backoff_initial: float = 1.0
     backoff_max: float = 60.0
-    retry_after_cap: float = 120.0  # never sleep longer than this, whatever the provider says
+    retry_after_cap: float = RETRY_AFTER_CAP  # never sleep longer (60 s), whatever the provider says: as the limiter
     wait_for_server: float = 10.0  # seconds a server that never answered is waited for (attempts.py Reachability)
 
     def wait(self, state: RetryCallState) -> float:

@@ -51,7 +51,15 @@ def main() -> None:
     error = "; ".join(stats.first_errors[:2]) or None
     result = {"n": len(requests), "answered": answered, "wall": wall, "cpu": cpu, "error": error}
     print(
-        json.dumps(result | {"attempts": stats.attempts, "retries": stats.retries, "concurrency": options.concurrency})
+        json.dumps(
+            result
+            | {
+                "attempts": stats.attempts,
+                "retries": stats.retries,
+                "concurrency": options.concurrency,
+                "limiter": stats.limiter,
+            }
+        )
     )
 
 
