@@ -101,6 +101,7 @@ def local_options(a: argparse.Namespace) -> LocalOptions:
     return LocalOptions(
         dtype=a.dtype,
         tensor_parallel=a.tensor_parallel,
+        data_parallel=a.data_parallel,
         gpu_memory_utilization=a.gpu_memory_utilization,
         max_model_len=a.max_model_len,
         batch_size=a.batch_size,

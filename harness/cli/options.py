@@ -312,6 +312,13 @@ def add_local_args(g: argparse._ArgumentGroup) -> None:
         help="vllm: split the model over N GPUs",
     )
     g.add_argument(
+        "--data-parallel",
+        type=int,
+        default=LocalOptions.data_parallel,
+        metavar="N",
+        help="vllm: N engine copies (vLLM's offline data-parallel ranks), each answering its part of the prompts",
+    )
+    g.add_argument(
         "--gpu-memory-utilization",
         type=float,
         default=LocalOptions.gpu_memory_utilization,

@@ -49,6 +49,7 @@ class LocalOptions:
 
     dtype: str = "auto"  # one of DTYPES
     tensor_parallel: int = 1  # vllm: GPUs one model is split over
+    data_parallel: int = 1  # vllm: engine copies (vLLM's data-parallel ranks), each with its part of the prompts
     gpu_memory_utilization: float = 0.9  # vllm: share of each GPU the engine may take
     max_model_len: int | None = None  # vllm: context length (None: the model's own)
     batch_size: int | None = None  # hf: prompts per generate call (None: chosen to fit memory)

@@ -48,6 +48,7 @@ def check_numbers(config: RunConfig) -> None:
     _at_least("--max-retries", api.max_retries, 0)
     _at_least("--reasoning-tokens", api.reasoning_tokens, 1)
     _at_least("--tensor-parallel", local.tensor_parallel, 1)
+    _at_least("--data-parallel", local.data_parallel, 1)
     _at_least("--max-model-len", local.max_model_len, 1)
     _at_least("--batch-size", local.batch_size, 1)
     _finite("--timeout", api.timeout, positive=True)
