@@ -62,13 +62,14 @@ def rank_env(
     return {"CUDA_VISIBLE_DEVICES": ",".join(mine)}
 
 
-def _rank_main(conn: Any, env: dict[str, str], backend_args: dict[str, Any], requests: list[Request]) -> None:
-    """One rank (a spawned process): its engine, its part in one call, the completions sent back."""
+def _rank_main(
+    conn: Any, env: dict[str, str], make: Any, backend_args: dict[str, Any], requests: list[Request]
+) -> None:
+    """One rank (a spawned process): its engine (`make`: the backend's class, VllmBackend), its part in one call,
+    the completions sent back."""
     os.environ.update(env)
     try:
-        from harness.calling.backends.vllm import VllmBackend
-
-        backend = VllmBackend(**backend_args)
+        backend = make(**backend_args)
 
         async def collect() -> list[Completion]:
             return [c async for c in backend.complete(requests)]
@@ -119,7 +120,8 @@ async def complete_ranks(backend: Any, requests: Sequence[Request]) -> AsyncIter
                 continue
             env = rank_env(rank, size, moe, master, devices, backend.options.tensor_parallel)
             receive, send = ctx.Pipe(duplex=False)
-            process = ctx.Process(target=_rank_main, args=(send, env, args, part), name=f"vllm-dp-rank-{rank}")
+            work = (send, env, type(backend), args, part)
+            process = ctx.Process(target=_rank_main, args=work, name=f"vllm-dp-rank-{rank}")
             process.start()
             send.close()
             ranks.append((rank, process, receive))
