@@ -113,6 +113,12 @@ class LocalOptions:
 
     dtype: str = option("auto", "weights and activations (auto: the checkpoint's)", choices=DTYPES)
     tensor_parallel: int = option(1, "vllm: split the model over N GPUs", metavar="N", check=at_least(1))
+    data_parallel: int = option(
+        1,
+        "vllm: N engine copies (vLLM's offline data-parallel ranks), each answering its part of the prompts",
+        metavar="N",
+        check=at_least(1),
+    )
     gpu_memory_utilization: float = option(0.9, "vllm: share of GPU memory, in (0, 1]", metavar="F", check=share)
     max_model_len: int | None = option(
         None, "vllm: context length (default: the model's)", metavar="N", check=at_least(1)

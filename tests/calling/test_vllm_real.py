@@ -54,7 +54,8 @@ def engine() -> Any:
     import vllm
 
     folder = local_models.model_dir(MODEL)
-    return vllm.LLM(model=str(folder), dtype="float32", seed=0, max_model_len=2048)
+    # enforce_eager: no torch.compile at start (minutes on two busy cores; the same model, run op by op)
+    return vllm.LLM(model=str(folder), dtype="float32", seed=0, max_model_len=2048, enforce_eager=True)
 
 
 @pytest.fixture(scope="module")

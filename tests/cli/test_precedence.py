@@ -87,6 +87,7 @@ FLAGS: list[tuple[list[str], str, Any]] = [
     (["--batch", "--batch-max-requests", "10"], "api.batch.max_requests", 10),
     (["--dtype", "float16"], "local.dtype", "float16"),
     (["--tensor-parallel", "2"], "local.tensor_parallel", 2),
+    (["--data-parallel", "2"], "local.data_parallel", 2),
     (["--gpu-memory-utilization", "0.5"], "local.gpu_memory_utilization", 0.5),
     (["--max-model-len", "512"], "local.max_model_len", 512),
     (["--batch-size", "4"], "local.batch_size", 4),

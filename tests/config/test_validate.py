@@ -59,6 +59,7 @@ def test_float_options_accept_their_ranges() -> None:
         ("api_max_retries", -1, "--max-retries must be 0 or more"),
         ("api_reasoning_tokens", 0, "--reasoning-tokens must be at least 1"),
         ("local_tensor_parallel", 0, "--tensor-parallel must be at least 1"),
+        ("local_data_parallel", 0, "--data-parallel must be at least 1"),
         ("local_max_model_len", 0, "--max-model-len must be at least 1"),
         ("local_batch_size", 0, "--batch-size must be at least 1"),
         ("api_rpm", 0.0, "--rpm must be a positive number"),

@@ -1,7 +1,7 @@
 """vLLM offline engine: one engine per run, every request handed over in one call so continuous batching does the work.
 
 `import vllm` below is absolute (PEP 328), so it reaches the vLLM package, not this module. vLLM is an
-optional extra imported when the backend is built; data parallelism is vLLM's own (see the README).
+optional extra imported when the backend is built; data parallelism is vLLM's own (--data-parallel: vllm_dp.py).
 With `expected=True` (--scoring expected) every request asks for the top `SCORE_LOGPROBS` log-probabilities
 per position, and the first position's integer tokens become the answer's `score_probs` (harness/scoring/expected.py).
 With `constrain` (--constrain) every request carries vLLM's structured outputs: a choice over the scale's integers.
@@ -154,6 +154,12 @@ class VllmBackend(LocalBackend):
     async def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
         """All requests in one call: vLLM schedules them itself. Outputs come back in request order."""
         if not requests:
+            return
+        if self.options.data_parallel > 1:  # one engine per rank, each in its own process (vllm_dp.py)
+            from harness.calling.backends.vllm_dp import complete_ranks
+
+            async for completion in complete_ranks(self, requests):
+                yield completion
             return
         llm = self.engine()
         params = self.sampling(requests)
