@@ -121,10 +121,10 @@ def test_progress_shows_status_counts_elapsed_and_next_poll(tmp_path: Path, caps
     err = capsys.readouterr().err
     assert re.search(r"submitted batch_\d+ \(20 requests\)", err)
     assert re.search(
-        r"batch openai batch_\d+ \[1/1\]: in_progress, \d+/20 done, 0 failed; 0:00:0\d since submission", err
+        r"batch openai batch_\d+ \[1/1\]: in_progress, \d+/20 done, 0 failed; 0:\d\d:\d\d since submission", err
     )
-    assert re.search(r"batch: 1 still running, waited 0:00:0\d; next poll in 0.2s", err)
-    assert re.search(r"completed, 20/20 done, 0 failed; 0:00:0\d since submission; results collected", err)
+    assert re.search(r"batch: 1 still running, waited 0:\d\d:\d\d; next poll in 0.2s", err)
+    assert re.search(r"completed, 20/20 done, 0 failed; 0:\d\d:\d\d since submission; results collected", err)
 
 
 def test_a_batch_the_provider_no_longer_knows_is_resubmitted_by_the_next_run(
