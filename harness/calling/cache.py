@@ -9,9 +9,9 @@ loop: it waits at most `INLINE_WAIT_MS`, and if the file is still locked the ans
 background thread writes, waiting up to `BUSY_TIMEOUT_MS` per try. Whatever is still unwritten when the run
 ends stays in memory for the run's results; `unsaved` counts it, and the run says so (metrics.json, stderr).
 
-A full disk is not a lock: `disk_full` says so (and dispatch stops sending: every further answer would be paid
-for and not kept). A reply's text is stored losslessly whatever it holds (harness/calling/cache_file.py), and a
-row SQLite refuses anyway is left out of its transaction, never taking the rows beside it down.
+A full disk is not a lock: `disk_full` says so (dispatch stops sending: further answers would be paid for and
+lost). A reply's text is stored losslessly (calling/cache_file.py); a row SQLite refuses is left out of its
+transaction alone.
 """
 
 from __future__ import annotations
