@@ -9,9 +9,8 @@ loop: it waits at most `INLINE_WAIT_MS`, and if the file is still locked the ans
 background thread writes, waiting up to `BUSY_TIMEOUT_MS` per try. Whatever is still unwritten when the run
 ends stays in memory for the run's results; `unsaved` counts it, and the run says so (metrics.json, stderr).
 
-A full disk is not a lock: `disk_full` says so (dispatch stops sending: further answers would be paid for and
-lost). A reply's text is stored losslessly (calling/cache_file.py); a row SQLite refuses is left out of its
-transaction alone.
+A full disk is not a lock: `disk_full` says so (dispatch stops sending). Reply text is stored losslessly
+(cache_file.py); a row SQLite refuses is left out of its transaction alone, never taking its neighbours down.
 """
 
 from __future__ import annotations
