@@ -67,10 +67,13 @@ def requests() -> list[Request]:
 
 
 def complete(backend: Any, requests: Sequence[Request]) -> list[Completion]:
+    """The completions in request order: a backend may yield in any order (hf: longest prompt first)."""
+
     async def collect() -> list[Completion]:
         return [c async for c in backend.complete(requests)]
 
-    return asyncio.run(collect())
+    done = {c.request_id: c for c in asyncio.run(collect())}
+    return [done[r.id] for r in requests]
 
 
 def vllm_backend(engine: Any, **kw: Any) -> tuple[Any, Recording]:
@@ -104,16 +107,9 @@ def test_prompts_are_the_same_tokens_as_hf(engine: Any, requests: list[Request],
     assert [c.usage.input_tokens for c in done] == [len(i) for i in hf_ids]
 
 
-# Measured on 2026-11-27 (12 prompts, both float32): 1 of 12 greedy replies the same, 6 of 12 constrained answers,
-# expected scores 0.08 apart on the first item. The prompts are the same tokens (above), so the forward passes differ
-# by more than float rounding; the cause is not found yet (not the dtype: both float32). Strict: when they agree,
-# these fail, and the marks come off.
-DIFFERS = pytest.mark.xfail(
-    strict=True, reason="vLLM float32 on CPU disagrees with hf float32 beyond rounding (cause open, see module)"
-)
-
-
-@DIFFERS
+# Both float32: the same model in the same precision, differing only in kernels. (Marked as expected failures until
+# 2026-11-27: the comparison then zipped hf's completions in the order hf yields them, longest prompt first, with
+# vLLM's in request order; `complete` now puts both in request order.)
 def test_greedy_answers_are_hf_s(engine: Any, requests: list[Request]) -> None:
     backend, _ = vllm_backend(engine)
     ours = [c.text for c in complete(backend, requests)]
@@ -122,7 +118,6 @@ def test_greedy_answers_are_hf_s(engine: Any, requests: list[Request]) -> None:
     assert same >= len(requests) - 1, list(zip(ours, theirs, strict=True))  # one near-tie may flip in float32
 
 
-@DIFFERS
 def test_expected_scores_from_vllm_logprobs_are_hf_s(engine: Any, requests: list[Request]) -> None:
     backend, _ = vllm_backend(engine, expected=True)
     ours = complete(backend, requests)
@@ -134,7 +129,6 @@ def test_expected_scores_from_vllm_logprobs_are_hf_s(engine: Any, requests: list
         assert ea[0] == pytest.approx(eb[0], abs=0.02)  # the top 20 of vLLM beside hf's full softmax
 
 
-@DIFFERS
 def test_constrained_answers_are_on_the_scale_and_hf_s(engine: Any, requests: list[Request]) -> None:
     backend, _ = vllm_backend(engine, constrain=SCALE)
     ours = [c.text for c in complete(backend, requests)]
