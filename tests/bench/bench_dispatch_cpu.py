@@ -15,33 +15,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness.calling.backends.base import RemoteBackend
 from harness.calling.cache import ResponseCache
 from harness.calling.dispatch import complete_all
 from harness.calling.options import DispatchOptions, DispatchStats
 from harness.types import Completion, Request
+from tests.stub_backend import StubBackend
 
 
-class Instant(RemoteBackend):
+class Instant(StubBackend):
     """Answers every request on the next turn of the event loop."""
 
-    name, model, chat, endpoint = "instant", "m", True, "/v1/chat/completions"
-
-    def describe(self) -> dict[str, object]:
-        return {}
-
-    def body(self, request: Request) -> dict[str, Any]:
-        return {"prompt": request.prompt}
-
-    def output_budget(self, request: Request) -> int:
-        return 1
-
-    async def aclose(self) -> None:
-        pass
+    name = "instant"
 
     async def send(self, request: Request) -> Completion:
         await asyncio.sleep(0)

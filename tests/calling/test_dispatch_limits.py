@@ -9,7 +9,6 @@ measures goodput).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 from aiohttp import web
@@ -24,6 +23,7 @@ from harness.calling.options import DispatchOptions, DispatchStats
 from harness.types import Completion, Request
 from tests.fake_ratelimit import RateLimiter, RateLimitPolicy
 from tests.fake_server import FakeServer
+from tests.stub_backend import StubBackend
 from tests.virtual_clock import VirtualClockLoop
 
 N = 300
@@ -95,30 +95,18 @@ def test_user_rpm_paces_from_the_first_request() -> None:
     assert share < 0.2, f"{share:.0%} of attempts refused"
 
 
-class BucketBackend(RemoteBackend):
+class BucketBackend(StubBackend):
     """A provider in virtual time (tests/virtual_clock.py): each request a round trip of `latency`, admitted or
     answered 429 with retry-after-ms by the fake server's own buckets (tests/fake_ratelimit.py) on the loop's
     clock. The real dispatch (limiter, retries) drives it; `stall` stops the whole process for `stall[1]` seconds
     every `stall[0]`, as a busy machine does, but exactly, so a busy machine running the test cannot add to it."""
 
-    name, model, chat, endpoint = "bucket", "m", True, "/v1/chat/completions"
+    name = "bucket"
 
     def __init__(self, policy: RateLimitPolicy, latency: float, stall: tuple[float, float] = (0.0, 0.0)) -> None:
         self.policy, self.latency, self.stall = policy, latency, stall
         self.server: RateLimiter | None = None
         self.staller: asyncio.Task[None] | None = None
-
-    def describe(self) -> dict[str, object]:
-        return {}
-
-    def body(self, request: Request) -> dict[str, Any]:
-        return {"prompt": request.prompt}
-
-    def output_budget(self, request: Request) -> int:
-        return 1
-
-    async def aclose(self) -> None:
-        pass
 
     async def send(self, request: Request) -> Completion:
         loop = asyncio.get_running_loop()

@@ -11,45 +11,33 @@ machine cannot change them; tests/bench/bench_vs_lmeval.py measures the same on 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 from aiohttp import web
 
-from harness.calling.backends.base import RemoteBackend, RetryableError
+from harness.calling.backends.base import RetryableError
 from harness.calling.dispatch import complete_all
 from harness.calling.limits import rate_limit
 from harness.calling.options import DispatchOptions, DispatchStats
 from harness.types import Completion, Request
 from tests.calling.test_dispatch_limits import WALL, on_virtual_clock
 from tests.fake_ratelimit import RateLimiter, RateLimitPolicy
+from tests.stub_backend import StubBackend
 from tests.virtual_clock import VirtualClockLoop
 
 RPS, BURST, LAG = 200, 20, 0.5
 
 
-class Provider(RemoteBackend):
+class Provider(StubBackend):
     """A provider in virtual time: a request reaches the bucket `net` seconds after it left; a 429 is back `net`
     later, an answer `latency` later (as tests/fake_server.py answers: 429s at once, answers after --latency)."""
 
-    name, model, chat, endpoint = "provider", "m", True, "/v1/chat/completions"
+    name = "provider"
 
     def __init__(self, policy: RateLimitPolicy, latency: float = 0.1, net: float = 0.001) -> None:
         self.policy, self.latency, self.net = policy, latency, net
         self.server: RateLimiter | None = None
         self.first_sent = self.last_answer = 0.0
-
-    def describe(self) -> dict[str, object]:
-        return {}
-
-    def body(self, request: Request) -> dict[str, Any]:
-        return {"prompt": request.prompt}
-
-    def output_budget(self, request: Request) -> int:
-        return 1
-
-    async def aclose(self) -> None:
-        pass
 
     async def send(self, request: Request) -> Completion:
         loop = asyncio.get_running_loop()
