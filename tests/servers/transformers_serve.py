@@ -59,10 +59,20 @@ def transformers_serve(model_dir: Path, workdir: Path, threads: int | None = Non
         sys.executable, "-m", "transformers.cli.transformers", "serve", str(model_dir),
         "--host", "127.0.0.1", "--port", str(port), "--device", "cpu", "--dtype", "float32",
     ]  # fmt: skip
+    with serving(command, env, port, log, "transformers serve", START_TIMEOUT_S) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def serving(
+    command: list[str], env: dict[str, str], port: int, log: Path, name: str, timeout_s: float
+) -> Iterator[Server]:
+    """Any OpenAI-compatible server `command` listening on `port`: its output in `log`, healthy before it is
+    yielded, stopped (its whole process group) on exit."""
     with open(log, "wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
-        wait_healthy(port, process, log, "transformers serve", START_TIMEOUT_S)
+        wait_healthy(port, process, log, name, timeout_s)
         yield Server(f"http://127.0.0.1:{port}/v1", log, process.pid)
     finally:
         _stop(process)

