@@ -60,7 +60,7 @@ MODULES: dict[str, list[str]] = {
     "harness/reporting/published.py": ["tests/reporting/test_published.py"],
     "harness/reporting/paper_settings.py": ["tests/reporting/test_paper_settings.py"],
     "harness/config/paper.py": ["tests/config/test_paper.py"],
-    "harness/config/checks.py": ["tests/config/test_validate.py"],
+    "harness/config/checks.py": ["tests/config/test_validate.py", "tests/cli/test_precedence.py"],
     "harness/calling/limits.py": ["tests/calling/test_limits.py", "tests/calling/test_limiter_pacing.py"],
 }
 

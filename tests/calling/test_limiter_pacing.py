@@ -31,6 +31,12 @@ def test_a_per_minute_limit_gives_the_exact_refill_rate_even_near_full() -> None
     # remaining is rounded to whole requests: 2.3 missing show as 3, and 3 / 11.5 ms reads 261 a second, not 200.
     assert refill_rate(12000, 11997, 0.0115) == 200.0
     assert refill_rate(12000, 11999, 0.005) is None  # one missing: too little to read
+    # Up to 4x the per-minute figure is still read as that figure (rounding and lagging headers), not beyond.
+    assert refill_rate(6000, 5650, 1.0) == 100.0  # 350 a second read, 100 a second said: the said one
+    # A limit that is the bucket's size (a gateway: 20, 15 missing, back in 75 ms) is read from the ratio ...
+    assert refill_rate(20, 5, 0.075) == pytest.approx(200.0)
+    # ... but only while a tenth of the bucket or more is missing: 5 of 100 is too near full to trust.
+    assert refill_rate(100, 95, 0.01) is None
     clock = Clock()
     lim = Limiter(128, clock=clock)
     lim.in_flight = 1

@@ -61,6 +61,8 @@ FLAGS: list[tuple[list[str], str, Any]] = [
     (["--max-reply-mb", "64"], "api.max_reply_mb", 64.0),
     (["--truncate-input", "512"], "truncate_input", "512"),
     (["--shard", "2/3"], "shard", (2, 3)),
+    (["--shard", "3/3"], "shard", (3, 3)),  # the last part: K may equal N
+    (["--shard", "1/1"], "shard", (1, 1)),  # one part: K = 1 = N
     (["--case-setting", "sent-c"], "embed.setting", "sent-c"),
     (["--case-inputs", "concat"], "embed.inputs", "concat"),
     (["--case-ffn", "linear"], "embed.ffn", "linear"),
@@ -269,6 +271,7 @@ BAD: list[tuple[list[str], str]] = [
         "argument --variant: invalid choice: 'pairs' (choose from 'sentences', 'qa', 'qa-embed', 'case')",
     ),
     (["--shard", "3/2"], "argument --shard: '3/2' is not K/N with 1 <= K <= N (e.g. 2/4)"),
+    (["--shard", "0/2"], "argument --shard: '0/2' is not K/N with 1 <= K <= N (e.g. 2/4)"),
     (["--reasoning", "maybe"], "argument --reasoning: invalid choice: 'maybe' (choose from 'auto', 'yes', 'no')"),
     (
         ["--dtype", "int4"],
