@@ -14,6 +14,7 @@ does not depend on order or concurrency.
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import time
 from collections import deque
@@ -190,20 +191,23 @@ def complete_all(
     stats = stats if stats is not None else DispatchStats()
     stats.requests = len(requests)
     callback: OnDone = on_done
-    if options.price is not None and isinstance(backend, RemoteBackend):
+    if (price := options.price) is not None and isinstance(backend, RemoteBackend):
         stats.spent_usd = 0.0
 
-        def on_done_costed(c: Completion) -> None:
-            if not c.cached and options.price is not None:
-                stats.spent_usd = (stats.spent_usd or 0.0) + options.price.cost_of(c.usage)
+        def callback(c: Completion) -> None:
+            if not c.cached:
+                stats.spent_usd = (stats.spent_usd or 0.0) + price.cost_of(c.usage)
             on_done(c)
 
-        callback = on_done_costed
     started = time.perf_counter()
+    # What exists before the run (the libraries' modules, the queries and prompts) lives through it: out of the
+    # collector's sight, each full collection walks only what the run itself makes (docs/benchmarks.md).
+    gc.freeze()
     try:
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
             return runner.run(_collect(backend, requests, callback, options, stats))
     finally:
+        gc.unfreeze()
         if options.cache is not None:
             options.cache.flush()  # answers of the loop's last turn (harness/calling/cache.py `put`)
         stats.seconds = round(time.perf_counter() - started, 3)

@@ -24,6 +24,7 @@ from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.openai_names import is_reasoning_model
 from harness.calling.cache import ResponseCache
 from harness.calling.dispatch import complete_all
+from harness.calling.options import DispatchOptions, DispatchStats, RetryPolicy
 from harness.cli.main import main
 from harness.config.settings import ApiOptions, RunConfig
 from harness.types import Completion, HarnessError, Request
@@ -130,8 +131,15 @@ def test_rate_limits_and_server_errors_are_retryable(kind: str, fault: str) -> N
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 def test_hung_request_is_a_retryable_timeout(kind: str) -> None:
-    with FakeServer(plan=lambda p, a: "hang") as server, pytest.raises(RetryableError, match="timed out"):
-        send(make(kind, server, timeout=0.2))
+    # Dispatch is what bounds an attempt by --timeout (attempts.py; the transport times only the connection):
+    # the hung attempt is retried, then given up on as an error, never waited on for good.
+    options = DispatchOptions(concurrency=2, retry=RetryPolicy(max_retries=1, timeout=0.2, backoff_initial=0.01))
+    stats = DispatchStats()
+    with FakeServer(plan=lambda p, a: "hang") as server:
+        done = complete_all(make(kind, server), [REQ], options=options, stats=stats)
+        assert len(server.calls) == 2
+    assert done[REQ.id].error == "gave up after 2 tries: no answer within 0.2s (--timeout)"
+    assert (stats.attempts, stats.retries, stats.errors) == (2, 1, 1)
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])

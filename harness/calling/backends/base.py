@@ -22,15 +22,14 @@ timestamps, no process ids, never a secret). A local backend whose answers are n
 
 from __future__ import annotations
 
-import contextlib
 import email.utils
 import os
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from harness.calling.limits import rate_limit
 from harness.calling.redaction import PLACEHOLDER_KEY, Secrets, redact
@@ -269,31 +268,3 @@ def usage_count(usage: Any, name: str) -> int:
     """A token count from a reply's `usage` JSON, 0 where it is missing or not a number."""
     value = usage.get(name) if isinstance(usage, dict) else None
     return value if isinstance(value, int) else 0
-
-
-C = TypeVar("C")
-
-
-class ClientPool(Generic[C]):
-    """One SDK client per base URL; each attempt leases the least busy one (round-robin among equals)."""
-
-    def __init__(self, clients: Sequence[C]) -> None:
-        self.clients = list(clients)
-        self._in_flight = [0] * len(self.clients)
-        self._turn = 0
-
-    @contextlib.contextmanager
-    def lease(self) -> Iterator[C]:
-        n = len(self.clients)
-        start, self._turn = self._turn, (self._turn + 1) % n
-        i = min(((start + k) % n for k in range(n)), key=lambda j: self._in_flight[j])
-        self._in_flight[i] += 1
-        try:
-            yield self.clients[i]
-        finally:
-            self._in_flight[i] -= 1
-
-    async def aclose(self) -> None:
-        """Close every client (inside the event loop that used them)."""
-        for c in self.clients:
-            await c.close()  # type: ignore[attr-defined]

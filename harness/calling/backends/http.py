@@ -16,9 +16,8 @@ fields a Completion needs (each backend's `completion_from`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +42,8 @@ from harness.types import RateLimit
 # Set by the sending library for every request: a captured value would be wrong (length), redundant, or (encoding)
 # offer what aiohttp cannot decode; aiohttp offers the encodings it reads.
 _TRANSPORT_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "accept-encoding", "connection"})
+# openai/_utils/_json.py `openapi_dumps`'s settings, made once (json.dumps with arguments makes one per call)
+_SDK_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 LISTING_TIMEOUT = 10.0  # seconds for GET /models, asked only to explain a 404
 
 
@@ -57,10 +58,16 @@ class Template:
     def encode(self, body: Mapping[str, Any]) -> bytes:
         """The body as the SDK encodes it (openai/_utils/_json.py `openapi_dumps`: compact separators, UTF-8
         kept as is, no NaN), its keys in the SDK's order; keys the template did not have go last."""
-        ordered = {k: body[k] for k in self.order if k in body}
-        if len(ordered) != len(body):
-            ordered.update((k, v) for k, v in body.items() if k not in ordered)
-        return json.dumps(ordered, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        if tuple(body) != self.order:  # a provider's `body` usually builds its keys in the SDK's order already
+            ordered = {k: body[k] for k in self.order if k in body}
+            if len(ordered) != len(body):
+                ordered.update((k, v) for k, v in body.items() if k not in ordered)
+            body = ordered
+        return _SDK_JSON.encode(body).encode()
+
+
+class _Captured(Exception):
+    """Raised by capture's in-memory transport once it has the request."""
 
 
 async def capture(client: Any, create: Callable[[Any], Awaitable[Any]]) -> Template:
@@ -70,7 +77,7 @@ async def capture(client: Any, create: Callable[[Any], Awaitable[Any]]) -> Templ
 
     def answer(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
-        return httpx2.Response(200, json={}, request=request)
+        raise _Captured  # nothing to answer: the SDK would build (and validate) a typed reply for nothing
 
     mock = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
     try:
@@ -78,7 +85,7 @@ async def capture(client: Any, create: Callable[[Any], Awaitable[Any]]) -> Templ
     except Exception:
         if not seen:  # the SDK refused before sending: a real error, the caller's to report
             raise
-        # else: the SDK could not read the empty stand-in reply; what it sent is all we wanted
+        # else: the SDK reports the stand-in's exception as a connection error; what it sent is all we wanted
     finally:
         await mock.aclose()
     request = seen[0]
@@ -135,33 +142,47 @@ def _status(
     return status_error(status, message, headers, code, param, sent)
 
 
-@contextlib.contextmanager
-def sdk_errors(sdk: Any, key: Secrets, body: Collection[str] | None = None) -> Iterator[None]:
+class sdk_errors:
     """Map the lean path's error replies and an SDK's exceptions (`sdk`: the openai or anthropic module, whose
     exceptions have the same shape; None: no SDK) onto our policy, the key redacted from every message;
-    `body` (what was sent) lets a 400 that names a sent field be told apart (base.py `status_error`)."""
-    try:
-        yield
-    except ErrorReply as e:
-        raise reply_error(e, key, body or ()) from None
-    except UnicodeEncodeError as e:  # before ValueError: what we send, not the reply
-        raise unencodable_prompt(e) from None
-    except ValueError as e:  # not JSON, or not UTF-8
-        raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
-    except Exception as e:
+    `body` (what was sent) lets a 400 that names a sent field be told apart (base.py `status_error`).
+    A class, not a generator context: it wraps every request."""
+
+    __slots__ = ("body", "key", "sdk")
+
+    def __init__(self, sdk: Any, key: Secrets, body: Collection[str] | None = None) -> None:
+        self.sdk, self.key, self.body = sdk, key, body
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: object) -> None:
+        if isinstance(e, Exception) and (mapped := self.mapped(e)) is not e:
+            raise mapped from None
+        # else: nothing raised, or not ours to map: it goes on as it was
+
+    def mapped(self, e: Exception) -> Exception:
+        """`e` under our policy (itself when nothing maps it)."""
+        key, body, sdk = self.key, self.body, self.sdk
+        if isinstance(e, ErrorReply):
+            return reply_error(e, key, body or ())
+        if isinstance(e, UnicodeEncodeError):  # before ValueError: what we send, not the reply
+            return unencodable_prompt(e)
+        if isinstance(e, ValueError):  # not JSON, or not UTF-8
+            return MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}")
         if sdk is None:
-            raise
+            return e
         if isinstance(e, sdk.APIStatusError):
             inner = e.body.get("error", e.body) if isinstance(e.body, dict) else None
             inner = inner if isinstance(inner, dict) else {}
             message = inner["message"] if isinstance(inner.get("message"), str) else e.message
             code, param = _text(inner.get("code")), _text(inner.get("param"))
-            raise _status(e.status_code, redact(message, key), e.response.headers, code, param, body or ()) from None
+            return _status(e.status_code, redact(message, key), e.response.headers, code, param, body or ())
         if isinstance(e, sdk.APIConnectionError):  # APITimeoutError included
-            raise sdk_connection_error(e, key) from None
+            return sdk_connection_error(e, key)
         if isinstance(e, sdk.APIResponseValidationError):
-            raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
-        raise
+            return MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}")
+        return e
 
 
 def sdk_connection_error(e: Exception, key: Secrets) -> RetryableError | PermanentError:
@@ -217,7 +238,7 @@ class Route:
             template = await self.prepare(create)
         try:
             status, headers, content = await self.link.request(
-                "POST", self._target, self._headers, template.encode(body)
+                "POST", self._target, self._headers, template.encode(body), self.link.attempt_timeout
             )
         except ReplyTooLarge as e:  # an error's message is in its first bytes; an answer is kept as malformed
             if e.status >= 300:

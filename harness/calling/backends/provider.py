@@ -20,7 +20,7 @@ from typing import Any, Self
 
 import httpx2
 
-from harness.calling.backends.base import ClientPool, Decoding, RemoteBackend, clean_reply
+from harness.calling.backends.base import Decoding, RemoteBackend, clean_reply
 from harness.calling.backends.http import (
     ErrorReply,
     Route,
@@ -30,6 +30,7 @@ from harness.calling.backends.http import (
     route_secrets,
     sdk_errors,
 )
+from harness.calling.backends.pool import ClientPool
 from harness.calling.backends.reading import read_reply
 from harness.calling.backends.thinking import Thinking
 from harness.calling.redaction import redact_completion
@@ -121,8 +122,8 @@ class HTTPBackend(RemoteBackend):
     async def send(self, request: Request) -> Completion:
         body = self.body(request)
         with self.pool.lease() as route, self.errors(body):
-            try:
-                reply = await route.call(body, self.sdk_call(body))
+            try:  # the SDK's call is made only to capture the route's template, once
+                reply = await route.call(body, None if route.template is not None else self.sdk_call(body))
             except ErrorReply as e:
                 raise await self.refused(route, e, body) from None
         return read_reply(request.id, reply, self.secrets, lambda d: self.completion_from(request.id, d, reply.limits))

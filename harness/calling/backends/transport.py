@@ -89,10 +89,12 @@ class Link:
     def __init__(self, base_url: str, timeout: float | None = None, max_reply_mb: float = MAX_REPLY_MB) -> None:
         self.base_url = base_url
         self.max_reply_bytes = int(max_reply_mb * 1024 * 1024)
-        # A request's whole time (the backend's --timeout; dispatch bounds each attempt too); the SDKs' typed
-        # calls pass their own (SDKTransport).
+        # A request's whole time (the backend's --timeout); the SDKs' typed calls pass their own (SDKTransport).
         connect = CONNECT_TIMEOUT if timeout is None else min(CONNECT_TIMEOUT, timeout)
         self.timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=connect)
+        # What dispatch sends (http.py Route.call) it bounds itself, each attempt by --timeout (attempts.py):
+        # aiohttp times only the connection there, not the whole request a second time.
+        self.attempt_timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect)
         self.answered = False  # any HTTP reply at all, error statuses included
         self._session: aiohttp.ClientSession | None = None
         self._proxy: yarl.URL | None = None
