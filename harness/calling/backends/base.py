@@ -251,8 +251,6 @@ def clean_reply(text: str, key: Secrets) -> tuple[str, bool]:
     than the cap, so the end is kept from the last closing tag of a known thought format (scoring/reasoning.py),
     else its last REPLY_TAIL_BYTES, and the thought loses its middle, never the answer."""
     text = redact(text, key)
-    if len(text) * 4 <= REPLY_CAP_BYTES:  # cheap test first: no character takes more than 4 bytes
-        return text, False
     raw = text.encode("utf-8", "surrogatepass")
     if len(raw) <= REPLY_CAP_BYTES:
         return text, False
