@@ -114,10 +114,9 @@ def write_run(
     with staged(claimed) as staging:
         records = [sample_record(s) for s in samples]  # inside: a failing sample releases the claimed name
         (staging / "config.json").write_text(_json(config), encoding="utf-8", errors=_ESCAPE)
-        lines = "".join([strict.sample_line(record) + "\n" for record in records])
-        # The bytes a text-mode file would hold (newlines as os.linesep), kept for the manifest's digest.
-        data = (lines if os.linesep == "\n" else lines.replace("\n", os.linesep)).encode("utf-8", _ESCAPE)
-        (staging / "samples.jsonl").write_bytes(data)
+        with open(staging / "samples.jsonl", "w", encoding="utf-8", errors=_ESCAPE) as f:
+            for record in records:
+                f.write(strict.sample_line(record) + "\n")
         if metrics is not None:
             text = _json(strict.noted_metrics(dict(metrics)))
             (staging / "metrics.json").write_text(text, encoding="utf-8", errors=_ESCAPE)
@@ -128,8 +127,7 @@ def write_run(
                 (staging / name).write_bytes(content)
             else:
                 (staging / name).write_text(content, encoding="utf-8", errors=_ESCAPE)
-        # Last: sizes and digests of the files above, for readers to verify (samples.jsonl's from the bytes above).
-        write_manifest(staging, {} if "samples.jsonl" in (extra_files or {}) else {"samples.jsonl": data})
+        write_manifest(staging)  # last: sizes and digests of the files above, for readers to verify
     return Written(claimed.final, tuple(records))
 
 
