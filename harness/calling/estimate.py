@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.calling.backends import output_budget
+from harness.calling.backends import thinking
 from harness.calling.pricing import Price, prompt_tokens
 from harness.config.settings import RunConfig
 from harness.types import Request
@@ -35,7 +35,8 @@ def dry_run_estimate(steps: Sequence[Step], price: Price | None, notes: Mapping[
     for step in steps:
         cfg, requests, step_price = step.config, step.requests, step.price
         tokens, method = prompt_tokens(cfg, [r.prompt for r in requests])
-        output = sum(output_budget(cfg, r) for r in requests)
+        budget = thinking(cfg).max_tokens  # backends' output_budget, with the step's reasoning settings read once
+        output = sum(budget(r.max_tokens) for r in requests)
         cost = _up(step_price.cost(tokens, output)) if step_price else None
         batch_cost = _up(step_price.batch().cost(tokens, output)) if step_price else None  # --batch
         estimate[step.name] = {

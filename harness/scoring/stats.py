@@ -253,8 +253,10 @@ def chance_band(n: int) -> float | None:
 
 def small_run_note(n: int, spearman: float | None) -> str | None:
     """The note a correlation from few items carries where it is shown, or None (enough items, or none)."""
+    if n >= SMALL_N or spearman is None:  # checked first: the band's scipy import is paid only by small runs
+        return None
     band = chance_band(n)
-    if band is None or n >= SMALL_N or spearman is None:
+    if band is None:
         return None
     return (
         f"n={n} is a small run: a correlation within ±{band:.1f} of zero arises by chance alone at this n "

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.results.claims import claim
+from harness.results.manifest import file_record
 from harness.results.stage import umask
 from harness.results.write import make_run_id, read_samples, sample_record, write_atomic, write_run
 from harness.types import HarnessError, Scored
@@ -115,6 +116,9 @@ def test_a_reply_utf8_cannot_hold_is_written_as_its_json_escape_and_reads_back_e
         (run_dir / name).read_bytes().decode("utf-8")  # strict: no surrogate reached the file
     assert read_samples(run_dir) == [sample_record(s) for s in samples]
     assert read_samples(run_dir)[0]["output"] == odd
+    # samples.jsonl's manifest record, taken as it was written, is the one its bytes give (size, sha256, lines).
+    manifest = json.loads((run_dir / "manifest.json").read_text())["files"]
+    assert manifest["samples.jsonl"] == file_record((run_dir / "samples.jsonl").read_bytes(), "samples.jsonl")
     assert json.loads((run_dir / "metrics.json").read_text()) == {"first_errors": [odd]}
     write_atomic(tmp_path / "x.json", json.dumps([odd], ensure_ascii=False))
     assert json.loads((tmp_path / "x.json").read_text()) == [odd]

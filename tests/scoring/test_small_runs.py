@@ -61,3 +61,18 @@ def test_a_small_run_is_flagged_on_its_lines_and_in_its_report_with_its_interval
     capsys.readouterr()
     assert main([*argv, "--limit", str(SMALL_N), "--run-id", "big"]) == 0
     assert "small run" not in capsys.readouterr().out
+
+
+def test_a_run_of_enough_items_gets_no_note_and_never_imports_scipy() -> None:
+    """At n >= SMALL_N there is no note, so its band (scipy.stats's t quantile) is never looked up: a sweep's
+    report of full C-STS cells imports no scipy for it (a second of a 9-cell grid's CPU)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from harness.scoring.stats import SMALL_N, small_run_note; "
+        "print(small_run_note(SMALL_N, 40.0), small_run_note(2834, -3.0), 'scipy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["None", "None", "False"]
+    assert small_run_note(SMALL_N - 1, 40.0) is not None  # one item fewer: the note, with its band
