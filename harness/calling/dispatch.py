@@ -187,8 +187,7 @@ def complete_all(
     stats: DispatchStats | None = None,
 ) -> dict[str, Completion]:
     """One Completion per request id; `on_done` is called as each arrives (progress, cost); `stats` is filled in."""
-    options = options or DispatchOptions()
-    stats = stats if stats is not None else DispatchStats()
+    options, stats = options or DispatchOptions(), stats if stats is not None else DispatchStats()
     stats.requests = len(requests)
     callback: OnDone = on_done
     if (price := options.price) is not None and isinstance(backend, RemoteBackend):
@@ -200,9 +199,7 @@ def complete_all(
             on_done(c)
 
     started = time.perf_counter()
-    # What exists before the run (the libraries' modules, the queries and prompts) lives through it: out of the
-    # collector's sight, each full collection walks only what the run itself makes (docs/benchmarks.md).
-    gc.freeze()
+    gc.freeze()  # what exists before the run (modules, prompts) outlives it: no collection walks it (benchmarks.md)
     try:
         with asyncio.Runner(loop_factory=_loop_factory()) as runner:
             return runner.run(_collect(backend, requests, callback, options, stats))
@@ -246,8 +243,7 @@ def call(
     cache = ResponseCache(options.cache_path) if options.cache_path is not None and cacheable else None
     options = replace(options, cache=cache)
     batch = options.batch is not None and batchable(backend)
-    counts = {"invalid": 0, "errors": 0} if parse else {"errors": 0}
-    parsed: dict[str, float | None] = {}
+    counts, parsed = {"invalid": 0, "errors": 0} if parse else {"errors": 0}, dict[str, float | None]()
     shown: tuple[object, ...] = ()  # what the bar's postfix was last formatted from
     # delay=2: quick runs print nothing; longer ones get rate, ETA, invalid, errors and cost so far.
     bar = tqdm(

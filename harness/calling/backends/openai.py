@@ -27,7 +27,8 @@ from openai import AsyncOpenAI
 
 from harness.calling.backends import described
 from harness.calling.backends.base import MalformedReply, PermanentError, usage_count
-from harness.calling.backends.http import ErrorReply, Route
+from harness.calling.backends.http import Route
+from harness.calling.backends.http_errors import ErrorReply
 from harness.calling.backends.openai_logprobs import logprob_fields, score_probs_from
 from harness.calling.backends.openai_names import default_chat  # shared with --dry-run
 from harness.calling.backends.provider import HTTPBackend
