@@ -40,8 +40,6 @@ from harness.types import RateLimit
 # Set by the sending library for every request: a captured value would be wrong (length), redundant, or (encoding)
 # offer what aiohttp cannot decode; aiohttp offers the encodings it reads.
 _TRANSPORT_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "accept-encoding", "connection"})
-# openai/_utils/_json.py `openapi_dumps`'s settings, made once (json.dumps with arguments makes one per call)
-_SDK_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 LISTING_TIMEOUT = 10.0  # seconds for GET /models, asked only to explain a 404
 
 
@@ -56,12 +54,10 @@ class Template:
     def encode(self, body: Mapping[str, Any]) -> bytes:
         """The body as the SDK encodes it (openai/_utils/_json.py `openapi_dumps`: compact separators, UTF-8
         kept as is, no NaN), its keys in the SDK's order; keys the template did not have go last."""
-        if tuple(body) != self.order:  # a provider's `body` usually builds its keys in the SDK's order already
-            ordered = {k: body[k] for k in self.order if k in body}
-            if len(ordered) != len(body):
-                ordered.update((k, v) for k, v in body.items() if k not in ordered)
-            body = ordered
-        return _SDK_JSON.encode(body).encode()
+        ordered = {k: body[k] for k in self.order if k in body}
+        if len(ordered) != len(body):
+            ordered.update((k, v) for k, v in body.items() if k not in ordered)
+        return json.dumps(ordered, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 class _Captured(Exception):
@@ -134,14 +130,17 @@ class Route:
             return template
         return await asyncio.shield(self._capturing)
 
-    async def call(self, body: Mapping[str, Any], create: Callable[[Any], Awaitable[Any]] | None) -> Received:
-        """Post `body` (capturing the template with `create` the first time): the reply's body, unread (the
-        backend reads it with reading.py `read_reply`, which never loses it), and what its rate-limit headers
-        said. An error status is raised as ErrorReply."""
+    async def call(
+        self, body: Mapping[str, Any], create: Callable[[], Callable[[Any], Awaitable[Any]] | None]
+    ) -> Received:
+        """Post `body` (capturing the template with the SDK call `create()` makes, the first time only): the
+        reply's body, unread (the backend reads it with reading.py `read_reply`, which never loses it), and what
+        its rate-limit headers said. An error status is raised as ErrorReply."""
         template = self.template
         if template is None:
-            assert create is not None, "a route without a template captures one from its SDK"
-            template = await self.prepare(create)
+            sdk_call = create()
+            assert sdk_call is not None, "a route without a template captures one from its SDK"
+            template = await self.prepare(sdk_call)
         try:
             status, headers, content = await self.link.request(
                 "POST", self._target, self._headers, template.encode(body), self.link.attempt_timeout

@@ -7,8 +7,9 @@ redacted from every message.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from harness.calling.backends.base import (
@@ -59,47 +60,33 @@ def _status(
     return status_error(status, message, headers, code, param, sent)
 
 
-class sdk_errors:
+@contextlib.contextmanager
+def sdk_errors(sdk: Any, key: Secrets, body: Collection[str] | None = None) -> Iterator[None]:
     """Map the lean path's error replies and an SDK's exceptions (`sdk`: the openai or anthropic module, whose
     exceptions have the same shape; None: no SDK) onto our policy, the key redacted from every message;
-    `body` (what was sent) lets a 400 that names a sent field be told apart (base.py `status_error`).
-    A class, not a generator context: it wraps every request."""
-
-    __slots__ = ("body", "key", "sdk")
-
-    def __init__(self, sdk: Any, key: Secrets, body: Collection[str] | None = None) -> None:
-        self.sdk, self.key, self.body = sdk, key, body
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: object) -> None:
-        if isinstance(e, Exception) and (mapped := self.mapped(e)) is not e:
-            raise mapped from None
-        # else: nothing raised, or not ours to map: it goes on as it was
-
-    def mapped(self, e: Exception) -> Exception:
-        """`e` under our policy (itself when nothing maps it)."""
-        key, body, sdk = self.key, self.body, self.sdk
-        if isinstance(e, ErrorReply):
-            return reply_error(e, key, body or ())
-        if isinstance(e, UnicodeEncodeError):  # before ValueError: what we send, not the reply
-            return unencodable_prompt(e)
-        if isinstance(e, ValueError):  # not JSON, or not UTF-8
-            return MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}")
+    `body` (what was sent) lets a 400 that names a sent field be told apart (base.py `status_error`)."""
+    try:
+        yield
+    except ErrorReply as e:
+        raise reply_error(e, key, body or ()) from None
+    except UnicodeEncodeError as e:  # before ValueError: what we send, not the reply
+        raise unencodable_prompt(e) from None
+    except ValueError as e:  # not JSON, or not UTF-8
+        raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
+    except Exception as e:
         if sdk is None:
-            return e
+            raise
         if isinstance(e, sdk.APIStatusError):
             inner = e.body.get("error", e.body) if isinstance(e.body, dict) else None
             inner = inner if isinstance(inner, dict) else {}
             message = inner["message"] if isinstance(inner.get("message"), str) else e.message
             code, param = _text(inner.get("code")), _text(inner.get("param"))
-            return _status(e.status_code, redact(message, key), e.response.headers, code, param, body or ())
+            raise _status(e.status_code, redact(message, key), e.response.headers, code, param, body or ()) from None
         if isinstance(e, sdk.APIConnectionError):  # APITimeoutError included
-            return sdk_connection_error(e, key)
+            raise sdk_connection_error(e, key) from None
         if isinstance(e, sdk.APIResponseValidationError):
-            return MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}")
-        return e
+            raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
+        raise
 
 
 def sdk_connection_error(e: Exception, key: Secrets) -> RetryableError | PermanentError:

@@ -120,8 +120,8 @@ class HTTPBackend(RemoteBackend):
     async def send(self, request: Request) -> Completion:
         body = self.body(request)
         with self.pool.lease() as route, self.errors(body):
-            try:  # the SDK's call is made only to capture the route's template, once
-                reply = await route.call(body, None if route.template is not None else self.sdk_call(body))
+            try:
+                reply = await route.call(body, lambda: self.sdk_call(body))
             except ErrorReply as e:
                 raise await self.refused(route, e, body) from None
         return read_reply(request.id, reply, self.secrets, lambda d: self.completion_from(request.id, d, reply.limits))
