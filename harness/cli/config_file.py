@@ -15,6 +15,7 @@ the user's numbers at the end (harness/reporting/recipe.py). Recipes ship in har
 from __future__ import annotations
 
 import difflib
+import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,8 +79,6 @@ def locate(name: str) -> Path:
 
 def load(name: str, parser: Parser, command_line: Sequence[str]) -> ConfigFile:
     """Read and check the file; the words of each of its runs, leaving out the options the command line sets."""
-    import tomllib  # here: only a run with --config reads TOML
-
     path = locate(name)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

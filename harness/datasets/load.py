@@ -80,8 +80,8 @@ def _fields(row: dict[str | None, object], header: list[str], where: str, why: s
         got = len(header) + len(extra)
         hint = f" ({why})" if got <= 2 * len(header) else ""
         raise HarnessError(f"{where}: {got} fields, the header has {len(header)}{hint}")
-    if None in row.values():  # a missing field (a surplus list is never None): counted only then
-        short = sum(value is None for key, value in row.items() if key is not None)
+    short = sum(value is None for key, value in row.items() if key is not None)
+    if short:
         raise HarnessError(f"{where}: {len(header) - short} fields, the header has {len(header)} (too few fields)")
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,11 +63,10 @@ def read_run_json(folder: Path, name: str) -> Any:
     return json.loads(read_run_file(folder, name).decode("utf-8"))
 
 
-def write_manifest(folder: Path, known: Mapping[str, dict[str, Any]] = {}) -> None:
-    """Describe every file now in `folder` (a staging folder, complete but for this file) in manifest.json.
-    `known`: file_record's record of files the writer took as it wrote them (samples.jsonl), not read back."""
+def write_manifest(folder: Path) -> None:
+    """Describe every file now in `folder` (a staging folder, complete but for this file) in manifest.json."""
     names = sorted(p.name for p in folder.iterdir() if p.is_file() and p.name != MANIFEST)
-    files = {name: known.get(name) or file_record((folder / name).read_bytes(), name) for name in names}
+    files = {name: file_record((folder / name).read_bytes(), name) for name in names}
     text = json.dumps({"format": FORMAT, "files": files}, indent=2) + "\n"
     (folder / MANIFEST).write_text(text, encoding="utf-8")
 

@@ -49,15 +49,10 @@ def noted_metrics(metrics: Any) -> Any:
     return clean
 
 
-# What json.dumps(record, ensure_ascii=False, allow_nan=False, default=str) builds on every call, built once: a grid
-# writes 25,000 lines.
-_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, default=str)
-
-
 def sample_line(record: dict[str, Any]) -> str:
     """A samples.jsonl line: non-finite numbers as null and `non_finite` naming the fields (walked only then)."""
     try:
-        return _LINE.encode(record)
+        return json.dumps(record, ensure_ascii=False, allow_nan=False, default=str)
     except ValueError:
         clean, paths = finite(record)
-        return _LINE.encode(clean | {"non_finite": paths})
+        return json.dumps(clean | {"non_finite": paths}, ensure_ascii=False, allow_nan=False, default=str)

@@ -10,7 +10,7 @@ import os
 import re
 import tempfile
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -114,7 +114,9 @@ def write_run(
     with staged(claimed) as staging:
         records = [sample_record(s) for s in samples]  # inside: a failing sample releases the claimed name
         (staging / "config.json").write_text(_json(config), encoding="utf-8", errors=_ESCAPE)
-        samples_record = _write_samples(staging / "samples.jsonl", records)
+        with open(staging / "samples.jsonl", "w", encoding="utf-8", errors=_ESCAPE) as f:
+            for record in records:
+                f.write(strict.sample_line(record) + "\n")
         if metrics is not None:
             text = _json(strict.noted_metrics(dict(metrics)))
             (staging / "metrics.json").write_text(text, encoding="utf-8", errors=_ESCAPE)
@@ -125,23 +127,8 @@ def write_run(
                 (staging / name).write_bytes(content)
             else:
                 (staging / name).write_text(content, encoding="utf-8", errors=_ESCAPE)
-        # Last: sizes and digests of the files above, for readers to verify (samples.jsonl's as it was written).
-        write_manifest(staging, {} if "samples.jsonl" in (extra_files or {}) else {"samples.jsonl": samples_record})
+        write_manifest(staging)  # last: sizes and digests of the files above, for readers to verify
     return Written(claimed.final, tuple(records))
-
-
-def _write_samples(path: Path, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """samples.jsonl, one line per record (the bytes a text-mode file gets), and its manifest record (size, sha256,
-    lines) taken as it is written, not by reading the file back. A JSON line holds no raw newline (json escapes
-    it), so the file has one per record."""
-    digest, size = hashlib.sha256(), 0
-    with open(path, "wb") as f:
-        for record in records:
-            line = (strict.sample_line(record) + os.linesep).encode("utf-8", _ESCAPE)
-            f.write(line)
-            digest.update(line)
-            size += len(line)
-    return {"bytes": size, "sha256": digest.hexdigest(), "lines": len(records)}
 
 
 def read_samples(run_dir: Path) -> list[dict[str, Any]]:

@@ -80,13 +80,6 @@ def split_reply(text: str | None, reasoning: str | None = None, tags: Sequence[t
     return Split(answer, thought, unclosed)
 
 
-def answer_of(text: str | None, tags: Sequence[tuple[str, str]]) -> str | None:
-    """split_reply(text, None, tags).answer without building the Split: what the first-number rule reads of each
-    reply as it arrives (harness/scoring/score.py answer_parser)."""
-    found = _inline(text, tags) if text is not None and tags else None
-    return text if found is None else found[0]
-
-
 def _inline(text: str, tags: Sequence[tuple[str, str]]) -> tuple[str | None, str, bool] | None:
     """(answer, thought, unclosed) for the delimiter pair that shows first in the text; None when none shows."""
     first = _any_tag(tuple(tags)).search(text)  # one scan in C: most replies hold no tag at all

@@ -8,7 +8,7 @@ from harness.datasets.load import pair_ids
 from harness.prompting.prepared import Prepared
 from harness.scoring.constrained import parse_constrained
 from harness.scoring.parsing import fallback_score, parse_score, reason_code, strict_score
-from harness.scoring.reasoning import answer_of, split_reply, thinking_cut_off
+from harness.scoring.reasoning import split_reply, thinking_cut_off
 from harness.types import Completion, Scored
 
 # --constrain: a reply that holds a number but not in the constrained shape (the backend ignored the constraint).
@@ -34,7 +34,7 @@ def answer_parser(
     what dispatch parses as replies arrive (`score` reuses it); a thought that never closed is no answer."""
     if not think_tags:
         return base
-    return lambda text: base(answer_of(text, think_tags))
+    return lambda text: base(split_reply(text, None, think_tags).answer)
 
 
 def score(

@@ -116,7 +116,7 @@ def test_a_reply_utf8_cannot_hold_is_written_as_its_json_escape_and_reads_back_e
         (run_dir / name).read_bytes().decode("utf-8")  # strict: no surrogate reached the file
     assert read_samples(run_dir) == [sample_record(s) for s in samples]
     assert read_samples(run_dir)[0]["output"] == odd
-    # samples.jsonl's manifest record, taken as it was written, is the one its bytes give (size, sha256, lines).
+    # samples.jsonl's manifest record is the one its bytes on disk give (size, sha256, lines).
     manifest = json.loads((run_dir / "manifest.json").read_text())["files"]
     assert manifest["samples.jsonl"] == file_record((run_dir / "samples.jsonl").read_bytes(), "samples.jsonl")
     assert json.loads((run_dir / "metrics.json").read_text()) == {"first_errors": [odd]}
