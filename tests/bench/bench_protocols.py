@@ -126,7 +126,7 @@ def simulated_q8(n_items: list[dict[str, Any]], chat: bool) -> dict[str, float]:
         items = backend.tokenize([Request(s["id"], s["prompt"]) for s in n_items])
         for it in items:
             with torch.inference_mode():
-                logits = lm.model(input_ids=torch.tensor([it.ids])).logits[:, -1]
+                logits = lm.model(input_ids=torch.tensor([it.ids], device=lm.device)).logits[:, -1]
             (probs,) = hf_steps.first_position_probs(torch, logits, lm)
             weighted = expected_score(probs, (0.0, 5.0))
             if weighted is not None:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # runs from a clone without `pip install -e`
 
 from harness.scoring.stats import bootstrap_ci, compare_paired
 

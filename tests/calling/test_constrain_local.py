@@ -96,7 +96,7 @@ def test_hf_constrained_reply_is_the_likeliest_scale_token_then_eos(gpt2_dir: Pa
     allowed = [i for i, v in lm.score_tokens.items() if int(v) in scale]
     assert allowed  # the tiny tokenizer has digit tokens
     for r in requests:
-        ids = lm.tokenizer(r.prompt, return_tensors="pt")["input_ids"]
+        ids = lm.tokenizer(r.prompt, return_tensors="pt")["input_ids"].to(lm.device)  # cuda:0 on a GPU machine
         with torch.inference_mode():
             logits = lm.model(input_ids=ids).logits[0, -1]
         best = allowed[int(torch.argmax(logits[allowed]))]

@@ -44,9 +44,15 @@ def test_no_progress_shows_no_bar_at_all_not_even_transformers_own(tiny: Path, t
 
 
 def test_loading_is_said_before_the_first_batch_moves_the_bar(tiny: Path, tmp_path: Path) -> None:
+    import torch
+
+    from harness.calling.backends.hf import START_BATCH_CPU, START_BATCH_GPU
+
+    gpu = torch.cuda.is_available()  # the run says which it loads onto, and starts its batches at that one's size
     err = run(tiny, tmp_path).stderr
-    assert err.startswith(f"loading {tiny} with transformers (CPU) ...\n")
-    said = r"^loaded in \d+ s; generating in batches of 8 \(the bar moves as each batch finishes\)$"
+    assert err.startswith(f"loading {tiny} with transformers ({'GPU' if gpu else 'CPU'}) ...\n")
+    batch = START_BATCH_GPU if gpu else START_BATCH_CPU
+    said = rf"^loaded in \d+ s; generating in batches of {batch} \(the bar moves as each batch finishes\)$"
     loaded = re.search(said, err, re.M)
     assert loaded is not None
     first_move = err.find("4/4")

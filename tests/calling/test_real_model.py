@@ -122,7 +122,7 @@ def test_expected_scoring_reads_the_first_output_position(smollm2_dir: Path) -> 
     batched = complete(backend, requests)
     lm = backend.load()
     for r in requests:
-        ids = lm.tokenizer(r.prompt, return_tensors="pt")["input_ids"]
+        ids = lm.tokenizer(r.prompt, return_tensors="pt")["input_ids"].to(lm.device)  # cuda:0 on a GPU machine
         with torch.inference_mode():
             probs = torch.softmax(lm.model(ids).logits[0, -1].float(), -1)
         digits = {str(d): float(probs[lm.tokenizer.convert_tokens_to_ids(str(d))]) for d in range(10)}
