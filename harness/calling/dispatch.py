@@ -243,10 +243,10 @@ def call(
     cache = ResponseCache(options.cache_path) if options.cache_path is not None and cacheable else None
     options = replace(options, cache=cache)
     batch = options.batch is not None and batchable(backend)
-    counts, parsed = {"invalid": 0, "errors": 0} if parse else {"errors": 0}, dict[str, float | None]()
+    counts = {"invalid": 0, "errors": 0} if parse else {"errors": 0}
+    parsed: dict[str, float | None] = {}
     shown: tuple[object, ...] = ()  # what the bar's postfix was last formatted from
-    # delay=2: quick runs print nothing; longer ones get rate, ETA, invalid, errors and cost so far.
-    bar = tqdm(
+    bar = tqdm(  # delay=2: quick runs print nothing; longer ones get rate, ETA, invalid, errors and cost so far.
         total=len(requests), desc=desc or backend.model, unit="q", file=sys.stderr, delay=2,
         disable=not options.progress or batch,
     )  # fmt: skip
