@@ -19,10 +19,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anthropic
-
-# The SDK imports its messages resource (their typed models) when a client first touches them: here they
-# load with the SDK, at import time, rather than inside the first request's send.
-import anthropic.resources.messages
 import httpx2
 from anthropic import AsyncAnthropic
 

@@ -18,11 +18,6 @@ from typing import Any
 
 import httpx2
 import openai
-
-# The SDK imports its chat and completions resources (their typed models) when a client first touches
-# them: here they load with the SDK, at import time, rather than inside the first request's send.
-import openai.resources.chat.chat
-import openai.resources.completions
 from openai import AsyncOpenAI
 
 from harness.calling.backends import described
