@@ -12,11 +12,23 @@ RunConfig, and harness/config/validate.py runs each field's own check. An option
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+class Affects(enum.Flag):
+    """What a setting changes (issue 41). Every key the harness keeps is computed from these marks, never from a
+    hand-kept list: a new option declares its marks and every key follows. A setting may carry several."""
+
+    REQUEST = enum.auto()  # the request sent (prompt, decoding, endpoint): the response-cache key, and so identity
+    READING = enum.auto()  # how a reply is read, scored or kept: run identity, shard merge, what a rerun may reuse
+    ITEMS = enum.auto()  # which items are scored (limit, shard, sample): identity; shards differ in it by design
+    PUBLISHED = enum.auto()  # what a published number depends on: the comparability judgement
+    PRESENTATION = enum.auto()  # only what is shown, printed or where it is written: no key
+
 
 # A single-field check: (value, flag) -> None, raising HarnessError with one line naming the flag.
 Check = Callable[[Any, str], None]
@@ -39,6 +51,8 @@ class Option:
     check: Check | None = None  # the field's own check (harness/config/checks.py); combinations: validate.py
     grid: bool = False  # a comma list is a sweep (harness/sweep.py GRID_FIELDS)
     required: bool = False
+    # What it changes (Affects above); None: not yet declared (tests/config/test_affects.py refuses that).
+    affects: Affects | None = None
 
 
 @dataclass(frozen=True)
