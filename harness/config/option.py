@@ -15,19 +15,44 @@ import dataclasses
 import enum
 import functools
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+
 class Affects(enum.Flag):
     """What a setting changes (issue 41). Every key the harness keeps is computed from these marks, never from a
-    hand-kept list: a new option declares its marks and every key follows. A setting may carry several."""
+    hand-kept list: a new option declares its marks and every key follows (tests/config/test_affects.py walks every
+    declared field). A setting may carry several of the first four; PRESENTATION and OPERATION stand alone.
+
+    Where each mark is used: REQUEST, READING and ITEMS make the run's identity (config.json's config_hash: what a
+    rerun or a sweep may reuse, harness/runner.py; the rows of a report, reporting/rowkeys.py); REQUEST settings
+    reach the response-cache key through the prompt or backend.describe() (calling/cache_keys.py); the parts of a
+    --shard run must agree on every REQUEST, READING and PUBLISHED setting (results/shards.py); PUBLISHED settings
+    are judged against the paper's (reporting/paper_settings.py)."""
 
     REQUEST = enum.auto()  # the request sent (prompt, decoding, endpoint): the response-cache key, and so identity
     READING = enum.auto()  # how a reply is read, scored or kept: run identity, shard merge, what a rerun may reuse
-    ITEMS = enum.auto()  # which items are scored (limit, shard, sample): identity; shards differ in it by design
+    ITEMS = enum.auto()  # which items are scored (limit, shard, subset): identity; shards differ in it by design
     PUBLISHED = enum.auto()  # what a published number depends on: the comparability judgement
-    PRESENTATION = enum.auto()  # only what is shown, printed or where it is written: no key
+    PRESENTATION = enum.auto()  # only what is shown, printed or where it is read from or written to: no key
+    # How the run is carried out (pace, retries, the cache file, spending, engine resources): the same requests
+    # get the same answers, read the same way, whatever its value: no key.
+    OPERATION = enum.auto()
+
+
+KEYED = Affects.REQUEST | Affects.READING | Affects.ITEMS | Affects.PUBLISHED  # marks that enter some key
+IDENTITY_MARKS = Affects.REQUEST | Affects.READING | Affects.ITEMS  # what decides a run's samples
+
+
+def inconsistent(marks: Affects | None) -> str | None:
+    """Why a declaration's marks cannot be right (None: they can): none given, or a no-key mark combined."""
+    if marks is None or not marks:
+        return "no affects= mark"
+    for alone in (Affects.PRESENTATION, Affects.OPERATION):
+        if alone in marks and marks != alone:
+            return f"{alone.name} combined with {(marks & ~alone).name}: a setting that changes no key changes none"
+    return None
 
 
 # A single-field check: (value, flag) -> None, raising HarnessError with one line naming the flag.
@@ -74,9 +99,11 @@ def section(cls: type, group: str | None = None, prefix: str = "") -> Any:
     return field(default_factory=cls, metadata={"section": Section(cls, group, prefix)})
 
 
-def switch(cls: type, help: str, prefix: str) -> Any:
+def switch(cls: type, help: str, prefix: str, affects: Affects | None = None) -> Any:
     """An option group that exists only when its flag is given (--batch: None without it)."""
-    return field(default=None, metadata={"option": Option(help), "section": Section(cls, None, prefix)})
+    return field(
+        default=None, metadata={"option": Option(help, affects=affects), "section": Section(cls, None, prefix)}
+    )
 
 
 @dataclass(frozen=True)
@@ -147,3 +174,23 @@ def declared(cls: type, prefix: str = "", group: str | None = None) -> Iterator[
         if s is not None:
             for inner in declared(s.cls, prefix + s.prefix, s.group or group):
                 yield dataclasses.replace(inner, path=(f.name, *inner.path))
+
+
+def marked(cls: type, marks: Affects) -> list[Declared]:
+    """The declared options of `cls` (and its sections) that carry any of `marks`, in field order."""
+    return [d for d in declared(cls) if d.option.affects is not None and d.option.affects & marks]
+
+
+def name_of(d: Declared) -> str:
+    """A declared option's name in keys and messages: its field's path, dotted (think_tags, api.max_reply_mb)."""
+    return ".".join(d.path)
+
+
+def value_at(obj: Any, path: Sequence[str]) -> Any:
+    """The value at a field path of a RunConfig, or of its config.json `settings` (a dict); None where a switch's
+    section is off (--batch not given) or an older record lacks it."""
+    for name in path:
+        if obj is None:
+            return None
+        obj = obj.get(name) if isinstance(obj, dict) else getattr(obj, name)
+    return obj

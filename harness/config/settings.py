@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.config.checks import a_model, at_least, check_run_id, non_empty, regular_file
 from harness.config.checks import shard as k_of_n
-from harness.config.option import option, section
+from harness.config.option import Affects, option, section
 from harness.config.sections import API, CASE, DTYPES, LOCAL, ApiOptions, BatchOptions, EmbedOptions, LocalOptions
 
 __all__ = ["DTYPES", "ApiOptions", "BatchOptions", "EmbedOptions", "LocalOptions", "RunConfig"]
@@ -34,27 +34,52 @@ class RunConfig:
         required=True,
         grid=True,
         check=a_model,
+        affects=Affects.REQUEST | Affects.PUBLISHED,
     )
     backend: str | None = option(  # None: chosen from the model name
         None,
         "{listed} (default: implied by the model name; with --base-url an unknown name means openai)",
         listed="harness.calling.backends:BACKENDS",
+        affects=Affects.REQUEST,
     )
-    dataset: str = option("csts", "dataset to evaluate", choices="harness.datasets.load:SPLITS", grid=True)
-    split: str = option("validation", "validation, test (C-STS: writes the submission) or train")
+    dataset: str = option(
+        "csts",
+        "dataset to evaluate",
+        choices="harness.datasets.load:SPLITS",
+        grid=True,
+        affects=Affects.REQUEST | Affects.ITEMS | Affects.PUBLISHED,
+    )
+    split: str = option(
+        "validation",
+        "validation, test (C-STS: writes the submission) or train",
+        affects=Affects.ITEMS | Affects.PUBLISHED,
+    )
     shots: int = option(
-        0, "in-context examples k (C-STS: k/2 sentence pairs, both conditions)", grid=True, check=at_least(0)
+        0,
+        "in-context examples k (C-STS: k/2 sentence pairs, both conditions)",
+        grid=True,
+        check=at_least(0),
+        affects=Affects.REQUEST | Affects.PUBLISHED,
     )
     instr: str = option(
-        "none", "instruction level: {listed}", listed="harness.prompting.render:INSTRUCTIONS", grid=True
+        "none",
+        "instruction level: {listed}",
+        listed="harness.prompting.render:INSTRUCTIONS",
+        grid=True,
+        affects=Affects.REQUEST | Affects.PUBLISHED,
     )
     template: str | None = option(  # None: derived from dataset + instr
         None,
         "template name under templates/<dataset>/, or a .j2 file of your own; overrides --instr "
         "(default: from --instr)",
+        affects=Affects.REQUEST | Affects.PUBLISHED,
     )
-    seed: int = option(0, "seeds shot choice and the invalid-output fallback")
-    limit: int | None = option(None, "evaluate only the first N queries (default: all)", check=at_least(1))
+    seed: int = option(
+        0, "seeds shot choice and the invalid-output fallback", affects=Affects.REQUEST | Affects.READING
+    )
+    limit: int | None = option(
+        None, "evaluate only the first N queries (default: all)", check=at_least(1), affects=Affects.ITEMS
+    )
     # The K-th of N deterministic parts of the queries (positions K-1, K-1+N, ...; 1-based K), for a job array;
     # `report` merges the parts (harness/results/shards.py). None: every query.
     shard: tuple[int, int] | None = option(
@@ -63,34 +88,57 @@ class RunConfig:
         "merges them (default: all)",
         metavar="K/N",
         convert=k_of_n,
+        affects=Affects.ITEMS,
     )
-    labels: str = option("original", "original, reannotated (Tu et al. 2024) or a labels FILE")
-    subset: str = option("all", "all, reannotated-test or reannotated-train (seeded 70/30 of re-annotated)")
-    subset_seed: int = option(0, "seed of the 70/30 re-annotated split")
+    labels: str = option(
+        "original",
+        "original, reannotated (Tu et al. 2024) or a labels FILE",
+        affects=Affects.READING | Affects.PUBLISHED,
+    )
+    subset: str = option(
+        "all",
+        "all, reannotated-test or reannotated-train (seeded 70/30 of re-annotated)",
+        affects=Affects.ITEMS | Affects.PUBLISHED,
+    )
+    subset_seed: int = option(0, "seed of the 70/30 re-annotated split", affects=Affects.ITEMS | Affects.PUBLISHED)
     variant: str = option(
         "sentences",
         "sentences (the paper's prompt); qa: answer each condition as a question, then score the answers "
         "(Tu et al. 2024); qa-embed: cosine of the answers' embeddings (--model is the embedding model); case: "
         "sentence and condition embedded together (Zhang et al. 2025; --model embeds)",
         choices="harness.variants:VARIANTS",
+        affects=Affects.REQUEST | Affects.READING | Affects.PUBLISHED,
     )
-    answer_model: str | None = option(None, "qa variants: the model that answers the questions (default: --model)")
+    answer_model: str | None = option(
+        None,
+        "qa variants: the model that answers the questions (default: --model)",
+        affects=Affects.REQUEST | Affects.PUBLISHED,
+    )
     answer_backend: str | None = option(
-        None, "qa variants: the answer model's backend (default: by its name, else --backend)"
+        None,
+        "qa variants: the answer model's backend (default: by its name, else --backend)",
+        affects=Affects.REQUEST,
     )
     answers: Path | None = option(
-        None, "qa variants: reuse answers.jsonl from an earlier run (default: none)", check=regular_file("answers file")
+        None,
+        "qa variants: reuse answers.jsonl from an earlier run (default: none)",
+        check=regular_file("answers file"),
+        affects=Affects.REQUEST | Affects.PUBLISHED,
     )
-    data_dir: Path | None = option(None, "directory with csts_{train,validation,test}.csv (default: $CSTS_DATA_DIR)")
+    data_dir: Path | None = option(
+        None, "directory with csts_{train,validation,test}.csv (default: $CSTS_DATA_DIR)", affects=Affects.PRESENTATION
+    )
     archive: Path | None = option(
         None,
         "the official encrypted release csts.tar.enc, decrypted in memory (default: none)",
         check=regular_file("C-STS archive"),
+        affects=Affects.PRESENTATION,
     )
     password_file: Path | None = option(  # the path only: the password itself is never stored
         None,
         "file holding the archive's password (default: the password itself in $CSTS_PASSWORD)",
         check=regular_file("password file"),
+        affects=Affects.PRESENTATION,
     )
     config_file: str | None = option(  # the TOML file or recipe these settings came from (with the command line)
         None,
@@ -98,13 +146,17 @@ class RunConfig:
         "recipe's name (run_eval.py --config list); the command line overrides it (default: none)",
         flag="--config",
         metavar="FILE|RECIPE",
+        affects=Affects.PRESENTATION,
     )
-    results_dir: Path = option(Path("results"), "where run folders are written")
+    results_dir: Path = option(Path("results"), "where run folders are written", affects=Affects.PRESENTATION)
     run_id: str | None = option(
-        None, "name of the run folder, a plain name (default: dataset-split-model-k-instr-time)", check=check_run_id
+        None,
+        "name of the run folder, a plain name (default: dataset-split-model-k-instr-time)",
+        check=check_run_id,
+        affects=Affects.PRESENTATION,
     )
-    dry_run: bool = option(False, "render every prompt and count tokens; call no model")
-    progress: bool = option(True, "no progress bar")
+    dry_run: bool = option(False, "render every prompt and count tokens; call no model", affects=Affects.OPERATION)
+    progress: bool = option(True, "no progress bar", affects=Affects.PRESENTATION)
     # None: the backend's default: raw text for local engines and OpenAI-compatible servers (as the paper sent
     # open models), chat for hosted OpenAI and Anthropic (chat-only).
     chat: bool | None = option(
@@ -113,10 +165,11 @@ class RunConfig:
         "as the paper sent it to open models (default: the backend's: raw for vllm, hf and --base-url servers, "
         "chat for the chat-only hosted APIs and OpenAI's model names)",
         group=DECODING,
+        affects=Affects.REQUEST | Affects.PUBLISHED,
     )
     stop: tuple[str, ...] = option(
         (), "stop sequence, repeatable (default: none, the paper's protocol)", group=DECODING, metavar="STR",
-        check=non_empty,
+        check=non_empty, affects=Affects.REQUEST | Affects.PUBLISHED,
     )  # fmt: skip
     max_tokens: int = option(  # Deshpande et al. 2023, App. A.3: 20
         20,
@@ -125,6 +178,7 @@ class RunConfig:
         group=DECODING,
         metavar="N",
         check=at_least(1),
+        affects=Affects.REQUEST | Affects.PUBLISHED,
     )
     shot_sampler: str = option(
         "seeded",
@@ -132,9 +186,13 @@ class RunConfig:
         "the published script's one random stream",
         group=DECODING,
         choices=SHOT_SAMPLERS,
+        affects=Affects.REQUEST | Affects.PUBLISHED,
     )
     shot_seed: int | None = option(  # None: --seed for "seeded", 42 for "reference" (run_sts_fewshot.py's default)
-        None, "seed of the shot choice alone (default: --seed; 42 for --shot-sampler reference)", group=DECODING
+        None,
+        "seed of the shot choice alone (default: --seed; 42 for --shot-sampler reference)",
+        group=DECODING,
+        affects=Affects.REQUEST | Affects.PUBLISHED,
     )
     # Prompt tokens the hf backend keeps; "paper": 512 for the T5 family as the reference code's tokenizer
     # (truncation=True) cut them, none otherwise (harness/config/paper.py); None: the whole prompt.
@@ -144,12 +202,14 @@ class RunConfig:
         "tokenizer cut them; none for other models); default: the whole prompt",
         group=DECODING,
         metavar="N|paper",
+        affects=Affects.REQUEST | Affects.PUBLISHED,
     )
     scoring: str = option(
         "parsed",
         "parsed: the first number of the reply (the paper); expected: probability-weighted score",
         group=DECODING,
         choices=SCORINGS,
+        affects=Affects.REQUEST | Affects.READING | Affects.PUBLISHED,
     )
     # The backend forces the answer into the label scale (harness/scoring/constrained.py), a protocol of its own
     # whose numbers are never set against the paper's; None: the reply as the model wrote it.
@@ -161,6 +221,7 @@ class RunConfig:
         group=DECODING,
         choices=CONSTRAIN_MODES,
         const="native",
+        affects=Affects.REQUEST | Affects.READING | Affects.PUBLISHED,
     )
     parse: str = option(  # "strict" adds a second metric set (spearman_strict, ...); never replaces it
         "first-number",
@@ -168,6 +229,7 @@ class RunConfig:
         "stand alone or follow an answer cue (the paper's numbers are unchanged)",
         group=DECODING,
         choices=PARSE_MODES,
+        affects=Affects.READING,
     )
     # Inline thought delimiters split off before parsing (harness/scoring/reasoning.py parse_tags)
     think_tags: str = option(
@@ -177,6 +239,7 @@ class RunConfig:
         group=DECODING,
         metavar="auto|none|NAMES",
         listed="harness.scoring.reasoning:THINK_TAGS",
+        affects=Affects.READING,
     )
     api: ApiOptions = section(ApiOptions, API)
     local: LocalOptions = section(LocalOptions, LOCAL)
