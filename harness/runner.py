@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.calling.backends.base import Backend
 from harness.calling.pricing import Price, price_of
+from harness.config.keys import identity_settings
 from harness.config.settings import RunConfig
 from harness.datasets.labels import apply_label_set, label_set_name, take_subset
 from harness.datasets.load import LABEL_RANGES, LoadCache, load_dataset
@@ -101,6 +102,9 @@ def config_record(
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(config).items()}
     whole = prep.whole or prep  # a --shard part is identified as the whole run plus its part
     identity = {
+        # Every REQUEST, READING or ITEMS setting not at its default, from the declarations' marks (config/keys.py);
+        # the entries after it say some of them as resolved for this run (the template's file, the backend ...).
+        **identity_settings(config),
         "dataset": config.dataset,
         "split": config.split,
         "model": config.model,
@@ -114,7 +118,6 @@ def config_record(
         "subset_seed": config.subset_seed,
         "variant": config.variant,
         **variant_of(config).identity(config, whole),
-        **_decoding_identity(config),
         **({"shot_seed": config.shot_seed} if config.shot_seed is not None else {}),
         **({"shots_hash": shots_hash(whole)} if any(whole.shots) else {}),
         "template": prep.renderer.name,
@@ -243,14 +246,6 @@ def _split_label(config: RunConfig) -> str:
 
 
 # --- helpers ---------------------------------------------------------------------------------------
-
-
-def _decoding_identity(config: RunConfig) -> dict[str, Any]:
-    """Settings that change the requests or the scoring, recorded in the config_hash only when not the
-    default, so runs made before these options existed keep their hashes (and sweeps keep reusing them)."""
-    defaults = RunConfig(model="")
-    names = ("chat", "stop", "max_tokens", "shot_sampler", "scoring", "constrain", "parse")
-    return {n: getattr(config, n) for n in names if getattr(config, n) != getattr(defaults, n)}
 
 
 def shots_hash(prep: Prepared) -> str:
