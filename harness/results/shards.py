@@ -3,7 +3,10 @@
 A part holds the queries at positions K-1, K-1+N, ... of the whole run (harness/runner.py prepare), with the shots
 drawn for the whole run, and its config.json names the whole: `shard` = {part, of, whole_hash, whole_queries}.
 Parts are merged only when every one is as written (its manifest.json checked: results/manifest.py), all N are
-there once each, they agree on everything but the part, and together they hold each query once. The samples are
+there once each, they agree on everything but the part (every setting marked REQUEST, READING or PUBLISHED among
+them: harness/config/option.py `Affects`, so a new setting cannot be forgotten) and were computed with the same
+code (git commit), and together they hold each query once. Parts that differ are refused in one line naming the
+setting or the commits: their merged number is one that no one-machine run gives. The samples are
 put back in the whole run's order (position i came from part i mod N), so every number a report recomputes from
 them (metrics, bootstrap CIs, fallback spread) is the one-machine run's.
 """
@@ -13,12 +16,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from harness.config.keys import recorded
+from harness.config.option import Affects
 from harness.results.manifest import VERIFIED, Integrity
 from harness.results.read import Run
 from harness.types import HarnessError
 
-# config.json keys that may differ between the parts of one run (the rest must be equal).
+# config.json keys that may differ between the parts of one run (the rest must be equal). `settings` is compared
+# by its marks (MERGE_MARKS), `git` by its commit.
 PART_KEYS = ("config_hash", "shard", "n_queries", "settings", "packages", "git", "created")
+MERGE_MARKS = Affects.REQUEST | Affects.READING | Affects.PUBLISHED  # what the parts of one run must share
 
 
 def merge_shards(runs: Sequence[Run]) -> tuple[list[Run], list[str]]:
@@ -36,6 +43,8 @@ def merge_shards(runs: Sequence[Run]) -> tuple[list[Run], list[str]]:
         if key not in groups:
             order.append(key)
         groups.setdefault(key, []).append(run)
+    for parts in groups.values():
+        _refuse_mixed(parts, [p for other in groups.values() if other is not parts for p in other])
     merged = {key: _merge(parts) for key, parts in groups.items()}
     out = [merged[x] if isinstance(x, str) else x for x in order]
     notes = [_note(merged[k], groups[k]) for k in groups]
@@ -44,7 +53,49 @@ def merge_shards(runs: Sequence[Run]) -> tuple[list[Run], list[str]]:
 
 def _note(merged: Run, parts: Sequence[Run]) -> str:
     names = ", ".join(f"`{p.run_dir}`" for p in parts)
-    return f"`{merged.run_dir.name}` is {len(parts)} --shard parts merged (each checked against its manifest): {names}"
+    return (
+        f"`{merged.run_dir.name}` is {len(parts)} --shard parts merged (each checked against its manifest), "
+        f"computed with {_code(parts)}: {names}"
+    )
+
+
+def _commit(run: Run) -> object:
+    git = run.config.get("git")
+    return git.get("commit") if isinstance(git, dict) else None
+
+
+def _code(parts: Sequence[Run]) -> str:
+    """The commit the parts were computed with, as the merged report names it."""
+    commit = _commit(parts[0])
+    dirty = [p for p in parts if isinstance(p.config.get("git"), dict) and p.config["git"].get("dirty")]
+    said = f"commit {str(commit)[:12]}" if commit else "no git commit recorded"
+    return said + (f" ({len(dirty)} of the parts with uncommitted changes)" if dirty else "")
+
+
+def differing(a: Run, b: Run) -> list[str]:
+    """The settings marked MERGE_MARKS that two runs do not share, as "--flag (a's, b's)", and their commits."""
+    ours = recorded(a.config.get("settings") or {}, MERGE_MARKS)
+    theirs = recorded(b.config.get("settings") or {}, MERGE_MARKS)
+    why = [f"{d.flag} ({ours[d]!r}, {theirs[d]!r})" for d in ours if ours[d] != theirs[d]]
+    if _commit(a) != _commit(b):
+        why.append(f"the git commit ({_commit(a)}, {_commit(b)})")
+    return why
+
+
+def _refuse_mixed(parts: Sequence[Run], others: Sequence[Run]) -> None:
+    """Parts of one run (one whole_hash) that another run's parts would complete: the same split of the same
+    queries, run with a setting (or a commit) of their own. Said in one line, naming what differs, instead of
+    each run's parts being called missing."""
+    first = parts[0].config["shard"]
+    have = {p.config["shard"].get("part") for p in parts}
+    for other in others:
+        shard = other.config["shard"]
+        same_cut = (shard.get("of"), shard.get("whole_queries")) == (first.get("of"), first.get("whole_queries"))
+        if same_cut and shard.get("part") not in have and (why := differing(parts[0], other)):
+            raise HarnessError(
+                f"--shard parts {parts[0].run_dir} and {other.run_dir} are not parts of one run: they differ in "
+                f"{'; '.join(why)}; not merged (run every part with the same settings and code)"
+            )
 
 
 def _merge(parts: Sequence[Run]) -> Run:
@@ -57,6 +108,11 @@ def _merge(parts: Sequence[Run]) -> Run:
                 f"--shard part {run.run_dir} is {run.integrity.status} ({run.integrity.why}): not merged"
             )
         shard = run.config["shard"]
+        if why := differing(parts[0], run):
+            raise HarnessError(
+                f"--shard part {run.run_dir} is not a part of the same run as {parts[0].run_dir}: they differ in "
+                f"{'; '.join(why)}; not merged"
+            )
         if (shard.get("of"), shard.get("whole_queries")) != (n, total) or _shared(run) != _shared(parts[0]):
             raise HarnessError(f"--shard part {run.run_dir} is not a part of the same run as {parts[0].run_dir}")
         k = shard.get("part")

@@ -66,7 +66,12 @@ def test_a_changed_setting_is_in_the_identity_exactly_when_its_marks_say_so(d: D
 
 def test_identity_values_are_as_config_json_holds_them() -> None:
     config = RunConfig(model="m", stop=("a",), answers=Path("x/answers.jsonl"), think_tags="none")
-    assert identity_settings(config) == {"model": "m", "stop": ["a"], "answers": "x/answers.jsonl", "think_tags": "none"}
+    assert identity_settings(config) == {
+        "model": "m",
+        "stop": ["a"],
+        "answers": "x/answers.jsonl",
+        "think_tags": "none",
+    }
     assert identity_settings(RunConfig(model="")) == {}  # nothing at its default is recorded: old hashes hold
 
 

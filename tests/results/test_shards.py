@@ -4,6 +4,7 @@ bundled STS-B validation split: fast, no model, the same numbers on every machin
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,6 +12,9 @@ import pytest
 from scipy.stats import pearsonr, spearmanr
 
 from harness.cli.main import main
+from harness.results.read import load_run
+from harness.results.shards import merge_shards
+from harness.types import HarnessError
 
 RUN = ["--model", "overlap", "--dataset", "stsb", "--limit", "31", "--shots", "2", "--no-progress"]
 # report columns that name the folder, not the numbers
@@ -122,3 +126,50 @@ def test_a_bad_shard_is_one_error_line_and_writes_nothing(
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "K/N" in err
     assert not (tmp_path / "results").exists()
+
+
+def test_parts_read_with_other_think_tags_are_refused_naming_the_setting(
+    runs: tuple[Path, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41: a part run with another --think-tags was merged into a number no one-machine run gives."""
+    _, parts = runs
+    other = run(tmp_path / "results", "--shot-sampler", "reference", "--shard", "2/3", "--think-tags", "none")
+    capsys.readouterr()
+    assert main(["report", str(parts[0]), str(other), str(parts[2]), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --shard parts ") and err.count("\n") == 1
+    assert "differ in --think-tags ('auto', 'none')" in err and str(other) in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_part_recorded_before_the_marks_is_refused_naming_the_setting(
+    runs: tuple[Path, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A part whose whole_hash does not say the setting (written before --think-tags entered the identity) is
+    still compared by the marks of its recorded settings."""
+    loaded = [load_run(p) for p in runs[1]]
+    settings = loaded[1].config["settings"] | {"think_tags": "none"}
+    odd = dataclasses.replace(loaded[1], config=loaded[1].config | {"settings": settings})
+    with pytest.raises(HarnessError, match=r"differ in --think-tags \('auto', 'none'\); not merged"):
+        merge_shards([loaded[0], odd, loaded[2]])
+    assert len(merge_shards(loaded)[0]) == 1  # the parts as written merge
+
+
+def test_parts_from_two_commits_are_refused_and_one_commit_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The code a number was computed with belongs with it: parts from two commits are not merged; the merged
+    report names the commit of parts from one."""
+    import harness.runner
+
+    results = tmp_path / "results"
+    made = []
+    for k, commit in ((1, "a" * 40), (2, "b" * 40), (2, "a" * 40)):
+        monkeypatch.setattr(harness.runner, "git_commit", lambda c=commit: {"commit": c, "dirty": False})
+        made.append(run(results, "--shard", f"{k}/2"))
+    capsys.readouterr()
+    assert main(["report", str(made[0]), str(made[1]), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"differ in the git commit ({'a' * 40}, {'b' * 40}); not merged" in err
+    report(tmp_path / "ok", made[0], made[2])
+    assert f"computed with commit {'a' * 12}:" in (tmp_path / "ok" / "report.md").read_text(encoding="utf-8")
