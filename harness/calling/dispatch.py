@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from harness.calling.attempts import Attempts, Reachability
 from harness.calling.backends.base import Backend, LocalBackend, PermanentError, RemoteBackend
+from harness.calling.backends.reading import holds
 from harness.calling.batch.run import answered_by_batch, batch_call, batchable
 from harness.calling.budget import Budget
 from harness.calling.cache import ResponseCache
@@ -89,7 +90,7 @@ class _Dispatcher:
         hits = {} if self.options.refresh else self.cache.get_many(self.keys)
         for r in requests:
             hit = hits.get(r.id)
-            if hit is None:
+            if hit is None or not holds(hit, self.options.max_reply_mb):  # a verdict of a smaller --max-reply-mb
                 self.stats.cache_misses += 1
                 missing.append(r)
             else:

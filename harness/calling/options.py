@@ -15,7 +15,7 @@ from harness.calling.backends.base import RetryableError
 from harness.calling.cache import ResponseCache
 from harness.calling.limiter import RETRY_AFTER_CAP
 from harness.calling.pricing import Price, prompt_counter
-from harness.config.settings import BatchOptions, RunConfig
+from harness.config.settings import ApiOptions, BatchOptions, RunConfig
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,9 @@ class DispatchOptions:
     cache_path: Path | None = None  # dispatch.call: the cache file it opens for a cacheable backend; None: --no-cache
     progress: bool = False  # dispatch.call: a progress bar on stderr
     batch: BatchOptions | None = None  # dispatch.call: --batch, the provider's batch endpoint (harness/calling/batch)
+    # --max-reply-mb (a READING setting): a stored too-large verdict is this run's only under a cap no larger than
+    # the one it was read under (harness/calling/backends/reading.py `holds`)
+    max_reply_mb: float = ApiOptions.max_reply_mb
 
 
 @dataclass
@@ -115,4 +118,5 @@ def dispatch_options(config: RunConfig, price: Price | None) -> DispatchOptions:
         cache_path=None if api.no_cache else api.cache or config.results_dir / "cache.sqlite",
         progress=config.progress,
         batch=api.batch,
+        max_reply_mb=api.max_reply_mb,
     )

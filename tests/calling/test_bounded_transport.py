@@ -183,3 +183,54 @@ def test_a_redirect_on_the_same_host_is_followed() -> None:
         got = asyncio.run(go())
     prompt = "Sentence 1: a. Output:"
     assert server.redirected == 1 and server.answered == [prompt] and got.text == default_answer(prompt)
+
+
+def test_a_too_large_verdict_of_a_smaller_cap_is_not_another_runs_answer(tmp_path: Path) -> None:
+    """Issue 41: two runs sharing a cache with different --max-reply-mb. The second, whose cap holds the replies,
+    got the first run's too-large verdicts as its answers; now it asks again and reads them. A third run under
+    the first's cap, and a rerun of the second, re-request nothing (0 paid answers bought twice)."""
+
+    class Bomb(FakeServer):
+        def _reply(self, prompt: str, reply: dict) -> web.Response:
+            self.served += 1
+            reply["choices"][0]["text"] += " " * (2 * MB)
+            packed = gzip.compress(json.dumps(reply).encode(), 9)
+            return web.Response(body=packed, headers={"Content-Encoding": "gzip", "Content-Type": "application/json"})
+
+    def one(server: FakeServer, run_id: str, mb: str) -> tuple[int, dict]:
+        args = ["--model", "m", "--base-url", server.openai_url, "--dataset", "stsb", "--limit", str(N)]
+        args += ["--cache", str(tmp_path / "cache.sqlite"), "--no-progress", "--max-reply-mb", mb]
+        before = len(server.calls)
+        assert main([*args, "--results-dir", str(tmp_path), "--run-id", run_id]) == 0
+        metrics = json.loads((tmp_path / run_id / "metrics.json").read_text())
+        return len(server.calls) - before, metrics["reasons"]
+
+    with Bomb() as server:
+        assert one(server, "small", "1") == (N, {"malformed": N})
+        assert one(server, "small-again", "1") == (0, {"malformed": N})  # the same cap: the verdict holds
+        sent, reasons = one(server, "large", "8")
+        assert sent == N and "malformed" not in reasons  # read under its own cap: answers
+        assert one(server, "large-again", "8") == (0, reasons)
+        assert one(server, "small-after", "1") == (0, reasons)  # an answer stored whole holds under any cap
+
+
+@pytest.mark.parametrize(
+    ("malformed", "cap", "holds_"),
+    [
+        (None, 0.5, True),
+        ("unreadable: KeyError: 'x'", 100.0, True),  # an answer read otherwise: not a cap's verdict
+        ("too-large: the reply's body is over 1 MB (it goes on past that); --max-reply-mb raises", 1.0, True),
+        ("too-large: the reply's body is over 1 MB (it goes on past that); --max-reply-mb raises", 0.5, True),
+        ("too-large: the reply's body is over 1 MB (it goes on past that); --max-reply-mb raises", 1.5, False),
+        ("too-large: the reply's body is over 1.23457 MB (...)", 1.2345678, True),  # written {:g}: the same
+        ("too-large: the reply's body is over 1.23457 MB (...)", 1.23458, False),
+        ("too-large: the reply's body is over 1e-05 MB (...)", 1e-05, True),
+        ("too-large: the reply's body is over 1e-05 MB (...)", 2e-05, False),
+        ("too-large: over nothing MB", 1.0, False),  # a verdict whose cap cannot be read is asked again
+        ("too-large: no cap said", 1.0, False),
+    ],
+)
+def test_holds_compares_the_verdicts_cap_with_the_runs(malformed: str | None, cap: float, holds_: bool) -> None:
+    from harness.calling.backends.reading import holds
+
+    assert holds(Completion("q", "", malformed=malformed), cap) is holds_

@@ -11,6 +11,7 @@ kept as received in `raw` (key redacted, capped), cached like any answer and sco
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:  # not imported to run: the batch path reads with `unreadable`
 TOO_LARGE = "too-large"  # a body over --max-reply-mb (transport.py MAX_REPLY_MB)
 TOO_DEEP = "too-deep"  # JSON nested deeper than Python's decoder goes (RecursionError)
 UNREADABLE = "unreadable"  # the JSON parsed, but reading the answer out of it failed
+# The cap a too-large verdict was read under, as bounded.py's ReplyTooLarge says it ("... is over 32 MB (...")
+_CAP = re.compile(rf"^{TOO_LARGE}: .*? over (\S+) MB\b")
 
 
 def read_reply(request_id: str, reply: Received, key: Secrets, interpret: Callable[[Any], Completion]) -> Completion:
@@ -57,3 +60,23 @@ def malformed(
 ) -> Completion:
     raw, truncated = clean_reply(content.decode("utf-8", "replace"), key)
     return Completion(request_id, "", malformed=f"{code}: {detail}", raw=raw, truncated=truncated, rate_limit=limits)
+
+
+def holds(stored: Completion, max_reply_mb: float) -> bool:
+    """Whether a stored Completion is what this run, reading replies under `max_reply_mb`, would make of its reply.
+
+    An answer is stored as it came and read after (the thought split, the parse, the scale): it holds under any
+    setting. A too-large verdict is not an answer but a reading under a cap, and the body past the cap was never
+    kept: it holds for a run whose cap is no larger (the same reply would be cut again), and a run with a larger
+    cap asks again (issue 41: a run that shared a cache with a smaller --max-reply-mb got its verdicts as answers).
+    A verdict whose cap cannot be read is asked again."""
+    if stored.malformed is None or not stored.malformed.startswith(f"{TOO_LARGE}:"):
+        return True
+    found = _CAP.match(stored.malformed)
+    if found is None:
+        return False
+    said = found.group(1)  # the cap as ReplyTooLarge wrote it ({:g}): the same setting always reads the same
+    try:
+        return f"{max_reply_mb:g}" == said or max_reply_mb <= float(said)
+    except ValueError:
+        return False
