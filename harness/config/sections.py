@@ -129,12 +129,12 @@ class ApiOptions:
         "the thinking budget: OpenAI's max_completion_tokens (reasoning plus the answer); Anthropic's "
         "budget_tokens (min 1024) and open models' thought, each with --max-tokens more for the answer",
         check=at_least(1),
-        affects=Affects.REQUEST | Affects.PUBLISHED,
+        affects=Affects.REQUEST,
     )
     reasoning_effort: str | None = option(
         None,
         "reasoning_effort for reasoning models, e.g. low (default: not sent)",
-        affects=Affects.REQUEST | Affects.PUBLISHED,
+        affects=Affects.REQUEST,
     )
     anthropic_greedy: bool = option(
         False,
@@ -158,7 +158,7 @@ class LocalOptions:
         "auto",
         "weights and activations (auto: the checkpoint's)",
         choices=DTYPES,
-        affects=Affects.REQUEST | Affects.PUBLISHED,
+        affects=Affects.REQUEST,
     )
     tensor_parallel: int = option(
         1, "vllm: split the model over N GPUs", metavar="N", check=at_least(1), affects=Affects.OPERATION

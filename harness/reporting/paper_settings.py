@@ -2,6 +2,12 @@
 layout, the shot stream, the model snapshot (as requested and as served), who wrote the QA answers and the
 input truncation. `differences` names each one a run does not share with the paper, with the paper's value.
 
+Which settings are judged comes from their declarations: every setting marked PUBLISHED (harness/config/option.py
+`Affects`) is judged here, by published.py's protocol, or by the published row it is matched with (JUDGED says
+which); any other PUBLISHED setting, a new one included, is judged against its declared default, the harness's
+paper protocol. A template named as a bundled one but holding other text is the user's own (results/read.py
+`own_template`), never the paper's.
+
 docs/comparability.md is the table of these settings with their pages in the papers.
 """
 
@@ -9,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from harness.config.keys import recorded
+from harness.config.option import Affects, name_of
 from harness.config.paper import T5_MAX_INPUT, truncation
 from harness.results.read import Run, setting
 from harness.types import HarnessError
@@ -33,6 +41,14 @@ REFERENCE_SHOT_SEED = 42  # run_sts_fewshot.py --seed default: the one stream th
 # models for max_tokens=5. A GPT run with either is the paper's.
 MAX_TOKENS_GPT = (20, 5)
 MAX_TOKENS_OPEN = (20,)
+# PUBLISHED settings and where each is judged; any other is compared with its declared default (`differences`).
+JUDGED = {
+    **dict.fromkeys(("dataset", "split", "labels", "subset", "variant", "instr", "shots"), "the published row"),
+    **dict.fromkeys(("embed.setting", "embed.ffn"), "the published row (its variant: case-<setting>-ffn-<kind>)"),
+    **dict.fromkeys(("scoring", "constrain", "stop", "chat", "api.reasoning"), "published.py PAPER_PROTOCOL"),
+    **dict.fromkeys(("model", "template", "shot_sampler", "shot_seed", "max_tokens"), "differences"),
+    **dict.fromkeys(("answers", "answer_model", "truncate_input"), "differences"),
+}
 
 
 def paper_of(source: str) -> str:
@@ -51,7 +67,8 @@ def paper_template(source: str, model: str, instr: str, variant: str) -> str:
 
 def differences(source: str, model: str, instr: str, shots: int, variant: str, run: Mapping[str, object]) -> list[str]:
     """Each setting of `run` (its identity, plus `model`, `served_model`, `shot_seed`, `answers`,
-    `truncate_input` where known) that differs from the published row's, as "setting=ours (paper: theirs)"."""
+    `truncate_input` and `published` where known) that differs from the published row's, as
+    "setting=ours (paper: theirs)"."""
     why = []
     template = paper_template(source, model, instr, variant)
     if run.get("template") is not None and run["template"] != template:
@@ -74,7 +91,21 @@ def differences(source: str, model: str, instr: str, shots: int, variant: str, r
     if model not in CHAT_MODELS and run.get("truncate_input") != T5_MAX_INPUT:
         ours = run.get("truncate_input") or "none"
         why.append(f"truncate_input={ours} (paper: {T5_MAX_INPUT}, the reference code's T5 tokenizer)")
+    published = run.get("published")  # the PUBLISHED settings JUDGED leaves to their declared defaults
+    for name, (ours, paper) in (published if isinstance(published, Mapping) else {}).items():
+        if ours != paper:
+            why.append(f"{name}={_words(ours)} (paper: {_words(paper)})")
     return why
+
+
+def _words(value: object) -> str:
+    return "none" if value is None else str(value)
+
+
+def published_settings(settings: Mapping[str, object]) -> dict[str, tuple[object, object]]:
+    """Every PUBLISHED setting that JUDGED does not name, as (the run's recorded value, its declared default)."""
+    marked = recorded(dict(settings), Affects.PUBLISHED)
+    return {name_of(d): (v, d.default) for d, v in marked.items() if name_of(d) not in JUDGED}
 
 
 def _snapshot(run: Mapping[str, object], snapshot: str) -> list[str]:
@@ -128,6 +159,7 @@ def run_settings(run: Run, served_model: object) -> dict[str, object]:
         "shot_seed": seed,
         "answers": settings.get("answers"),
         "truncate_input": _truncation(run),
+        "published": published_settings(settings),
     }
 
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from harness.config.keys import recorded
+from harness.config.option import KEYED, name_of
 from harness.results.read import IDENTITY, Run
 
 GROUP_KEYS = ["dataset", "split", "variant", "labels"]  # one table each
@@ -44,9 +46,18 @@ def _flat(obj: Any, prefix: str = "") -> dict[str, str]:
     return {prefix.rstrip("."): json.dumps(obj, sort_keys=True, default=str)}
 
 
+def _told_apart(config: dict[str, Any]) -> dict[str, Any]:
+    """What of a config.json can tell two runs apart: every entry but the machine's and the invocation's, and
+    every setting its declaration marks as changing a key (harness/config/option.py KEYED), read from `settings`
+    (a run recorded before a setting entered the identity says it only there), named as the identity names it."""
+    settings = config.get("settings") if isinstance(config.get("settings"), dict) else {}
+    marked = {name_of(d): v for d, v in recorded(settings, KEYED).items()}
+    return marked | {k: v for k, v in config.items() if k not in _NOT_IDENTITY}
+
+
 def _config_differences(configs: Sequence[dict[str, Any]]) -> list[list[str]]:
     """For runs that agree on every IDENTITY setting, the other config.json entries they differ in, as tags."""
-    flats = [_flat({k: v for k, v in c.items() if k not in _NOT_IDENTITY}) for c in configs]
+    flats = [_flat(_told_apart(c)) for c in configs]
     keys = sorted({k for f in flats for k in f})
     differing = [k for k in keys if len({f.get(k) for f in flats}) > 1]
     return [[show(k, json.loads(f[k]) if k in f else None) for k in differing] for f in flats]

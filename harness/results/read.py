@@ -4,6 +4,8 @@ expanded into their runs; the finished run of each setting (what a sweep reuses)
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -11,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.datasets.labels import SUBSET_SPLITS
-from harness.prompting.render import TEMPLATE_INSTR
+from harness.prompting.render import TEMPLATE_INSTR, TEMPLATES_DIR
 from harness.results.manifest import ALTERED, AS_WRITTEN, Integrity, check, read_run_file, read_run_json
 from harness.scoring.parsing import REASONS, in_range
 from harness.types import HarnessError, Scored
@@ -24,6 +26,7 @@ __all__ = [
     "expand",
     "finished_runs",
     "load_run",
+    "own_template",
     "reason_of",
     "setting",
     "sweep_run_dirs",
@@ -48,6 +51,7 @@ OLD_DEFAULTS: dict[str, Any] = {
 IDENTITY: tuple[str, ...] = ("backend", "chat", "template", "scoring", "parse", "max_tokens", "stop", "shot_sampler")
 IDENTITY += ("constrain", "seed", "limit", "subset_seed", "answer_model", "reasoning")
 CHAT_BACKENDS = ("openai", "anthropic")  # before --chat/--no-chat, API backends always sent one chat message
+OWN = "(own file)"  # a template named as a bundled one whose text is not the bundled text (own_template)
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,8 @@ def setting(config: dict[str, Any], name: str) -> Any:
     settings = config.get("settings") or {}
     params = config.get("backend_params") or {}
     if name == "template":
-        return Path(str(config.get("template") or "none")).stem
+        stem = Path(str(config.get("template") or "none")).stem
+        return f"{stem} {OWN}" if own_template(config) else stem
     for source in (config, settings):  # None in `settings` means "the default": derived below, as for old runs
         if source.get(name) is not None:
             value = source[name]
@@ -133,6 +138,29 @@ def setting(config: dict[str, Any], name: str) -> Any:
         sent = params.get("sent") or {}
         return sent.get("max_completion_tokens", sent.get("max_tokens", OLD_DEFAULTS["max_tokens"]))
     return OLD_DEFAULTS.get(name)
+
+
+def own_template(config: dict[str, Any]) -> bool:
+    """Whether the run's prompts came from a template other than the bundled one of its name (a user's own
+    `short.j2`, or one that includes a file of its own): a recorded template's sha256 (config.json
+    `template_hashes`, the template and every file it includes) differs from the bundled file's, or no bundled
+    file has its name. A record without hashes (an older run) is taken as written: False."""
+    hashes = config.get("template_hashes")
+    if not isinstance(hashes, dict) or not hashes:
+        return False
+    dataset = str(config.get("dataset") or "csts")
+    return any(
+        _bundled_sha256(name if "/" in name else f"{dataset}/{name}") != digest for name, digest in hashes.items()
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _bundled_sha256(name: str) -> str | None:
+    """sha256 of a bundled template's text as the renderer hashes it (None: no such bundled template)."""
+    path = TEMPLATES_DIR / name
+    if ".." in Path(name).parts or not path.is_file():
+        return None
+    return hashlib.sha256(path.read_text(encoding="utf-8").encode()).hexdigest()
 
 
 def reason_of(record: dict[str, Any], label_range: tuple[float, float]) -> str | None:

@@ -147,3 +147,71 @@ def test_several_differences_are_all_named(tmp_path: Path) -> None:
         "not comparable (n=9 of 2,834; shot_sampler=seeded (paper: reference, seed 42); "
         "model=gpt-4 (paper: gpt-4-0314))"
     )
+
+
+def _sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _bundled(name: str) -> str:
+    from harness.prompting.render import TEMPLATES_DIR
+
+    return _sha256((TEMPLATES_DIR / name).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("template", "hashes", "note"),
+    [
+        # issue 41: a user's own file saved as short.j2 was judged as the paper's short
+        ("short.j2", {"short.j2": _sha256("Rate {{ query.sentence1 }}")}, "template=short (own file) (paper: short)"),
+        # the bundled file, or an exact copy of it under the user's folder: the paper's
+        ("csts/short.j2", {"csts/short.j2": _bundled("csts/short.j2")}, None),
+        ("short.j2", {"short.j2": _bundled("csts/short.j2")}, None),
+        # the bundled name, but an included file of the user's own
+        (
+            "csts/short.j2",
+            {"csts/short.j2": _bundled("csts/short.j2"), "csts/none.j2": _sha256("mine")},
+            "template=short (own file) (paper: short)",
+        ),
+    ],
+)
+def test_a_template_is_the_papers_only_when_its_text_is(
+    tmp_path: Path, template: str, hashes: dict[str, str], note: str | None
+) -> None:
+    config = REFERENCE | {"template": template, "template_hashes": hashes}
+    source, got = verdict(tmp_path, "gpt-4-0314", instr="short", config=config)
+    assert source == "Deshpande et al. 2023, Table 11"
+    if note is None:
+        assert got.startswith("comparable: every setting as published (template short")
+    else:
+        assert got == f"not comparable ({note})"
+
+
+@pytest.mark.parametrize(
+    ("settings", "note"),
+    [
+        ({"subset_seed": 3}, "subset_seed=3 (paper: 0)"),
+        ({"api": {"anthropic_greedy": True}}, "api.anthropic_greedy=True (paper: False)"),
+        ({"embed": {"ffn_dim": 256}}, "embed.ffn_dim=256 (paper: 512)"),
+    ],
+)
+def test_a_published_setting_with_no_rule_of_its_own_is_judged_against_its_default(
+    tmp_path: Path, settings: dict, note: str
+) -> None:
+    """A setting marked PUBLISHED that paper_settings.JUDGED does not name (a new option's case) still makes the
+    run not comparable when it is not its declared default."""
+    _, got = verdict(tmp_path, "gpt-4-0314", config=REFERENCE | {"settings": settings})
+    assert got == f"not comparable ({note})"
+
+
+def test_every_published_setting_is_judged_somewhere() -> None:
+    """JUDGED names only PUBLISHED settings; every other PUBLISHED one reaches the default comparison."""
+    from harness.config.option import Affects, marked, name_of
+    from harness.config.settings import RunConfig
+    from harness.reporting.paper_settings import JUDGED, published_settings
+
+    published = {name_of(d) for d in marked(RunConfig, Affects.PUBLISHED)}
+    assert set(JUDGED) <= published
+    assert set(published_settings({})) == published - set(JUDGED)

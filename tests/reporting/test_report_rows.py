@@ -27,6 +27,11 @@ DIFFERENCES: list[tuple[str, dict[str, Any], str | None]] = [
     ("labels", {"labels": "reannotated"}, None),
     ("subset", {"subset": "reannotated-test"}, None),
     ("dtype (outside the list)", {"backend_params": {"api": "chat.completions", "dtype": "bfloat16"}}, "dtype"),
+    # issue 41: settings marked READING that a run recorded only in `settings` (before they entered the identity)
+    ("think tags, in settings", {"settings": {"think_tags": "none"}}, "think_tags=none"),
+    ("reply cap, in settings", {"settings": {"api": {"max_reply_mb": 1.0}}}, "api.max_reply_mb=1.0"),
+    # issue 41: a user's own template saved under a bundled template's name
+    ("own template", {"template": "long.j2", "template_hashes": {"long.j2": "0" * 64}}, "template=long (own file)"),
 ]
 
 
