@@ -50,8 +50,8 @@ def _told_apart(config: dict[str, Any]) -> dict[str, Any]:
     """What of a config.json can tell two runs apart: every entry but the machine's and the invocation's, and
     every setting its declaration marks as changing a key (harness/config/option.py KEYED), read from `settings`
     (a run recorded before a setting entered the identity says it only there), named as the identity names it."""
-    settings = config.get("settings") if isinstance(config.get("settings"), dict) else {}
-    marked = {name_of(d): v for d, v in recorded(settings, KEYED).items()}
+    settings = config.get("settings")
+    marked = {name_of(d): v for d, v in recorded(settings if isinstance(settings, dict) else {}, KEYED).items()}
     return marked | {k: v for k, v in config.items() if k not in _NOT_IDENTITY}
 
 
