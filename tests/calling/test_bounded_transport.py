@@ -212,25 +212,3 @@ def test_a_too_large_verdict_of_a_smaller_cap_is_not_another_runs_answer(tmp_pat
         assert sent == N and "malformed" not in reasons  # read under its own cap: answers
         assert one(server, "large-again", "8") == (0, reasons)
         assert one(server, "small-after", "1") == (0, reasons)  # an answer stored whole holds under any cap
-
-
-@pytest.mark.parametrize(
-    ("malformed", "cap", "holds_"),
-    [
-        (None, 0.5, True),
-        ("unreadable: KeyError: 'x'", 100.0, True),  # an answer read otherwise: not a cap's verdict
-        ("too-large: the reply's body is over 1 MB (it goes on past that); --max-reply-mb raises", 1.0, True),
-        ("too-large: the reply's body is over 1 MB (it goes on past that); --max-reply-mb raises", 0.5, True),
-        ("too-large: the reply's body is over 1 MB (it goes on past that); --max-reply-mb raises", 1.5, False),
-        ("too-large: the reply's body is over 1.23457 MB (...)", 1.2345678, True),  # written {:g}: the same
-        ("too-large: the reply's body is over 1.23457 MB (...)", 1.23458, False),
-        ("too-large: the reply's body is over 1e-05 MB (...)", 1e-05, True),
-        ("too-large: the reply's body is over 1e-05 MB (...)", 2e-05, False),
-        ("too-large: over nothing MB", 1.0, False),  # a verdict whose cap cannot be read is asked again
-        ("too-large: no cap said", 1.0, False),
-    ],
-)
-def test_holds_compares_the_verdicts_cap_with_the_runs(malformed: str | None, cap: float, holds_: bool) -> None:
-    from harness.calling.backends.reading import holds
-
-    assert holds(Completion("q", "", malformed=malformed), cap) is holds_
