@@ -61,6 +61,18 @@ def test_keymaker_agrees_with_request_key(params: dict[str, object]) -> None:
         assert keys(r) == request_key(backend, r), r
 
 
+class Prompt(str):
+    """A str subclass: json.dumps writes it as its text, which KeyMaker leaves to the definition."""
+
+
+@pytest.mark.parametrize("prompt", [Odd(), Prompt("Rate: a."), 12.5], ids=["object", "str subclass", "number"])
+def test_a_prompt_that_is_no_plain_str_gets_the_definitions_key(prompt: object) -> None:
+    request = Request("0", prompt)  # type: ignore[arg-type]
+    want = request_key(Stub(), request)
+    assert KeyMaker(Stub())(request) == want
+    assert want == request_key(Stub(), Request("0", json.loads(json.dumps(prompt, default=str))))
+
+
 def test_get_many_answers_each_id_including_ids_that_share_a_key(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "c.sqlite")
     assert cache.get_many({"a": "k0"}) == {}  # no file yet: nothing to look up, nothing created
