@@ -85,7 +85,34 @@ def render() -> str:
             if group is not None:
                 out += ["", f"### {group}"]
             out += ["", "| option | default | meaning |", "| --- | --- | --- |", *map(_row, options)]
+        if title.startswith("run "):  # the options made from RunConfig's declarations
+            out += _marks()
     return "\n".join(out) + "\n"
+
+
+def _marks() -> list[str]:
+    """What each run option changes: its declaration's `affects=` marks (harness/config/option.py `Affects`), from
+    which the response-cache key, the run's identity, the shard merge and the comparability judgement are made."""
+    from harness.config.option import Affects, declared
+    from harness.config.settings import RunConfig
+
+    out = [
+        "",
+        "### What each option changes",
+        "",
+        "Each option's declaration says what it changes, and every key the harness keeps is made from that "
+        "([running.md](running.md#what-each-setting-changes-and-the-keys-made-from-it)): "
+        "REQUEST (the request sent: the response-cache key), READING (how a reply is read, scored or kept), "
+        "ITEMS (which items are scored), PUBLISHED (judged against the paper's: [comparability.md](comparability.md)), "
+        "PRESENTATION or OPERATION (no key: what is shown or where, how the run is carried out).",
+        "",
+        "| option | changes |",
+        "| --- | --- |",
+    ]
+    for d in declared(RunConfig):
+        marks = d.option.affects or Affects(0)
+        out.append(f"| `{d.flag}` | {', '.join(m.name or '' for m in Affects if m in marks) or 'not declared'} |")
+    return out
 
 
 if __name__ == "__main__":
