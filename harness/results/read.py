@@ -36,8 +36,9 @@ _SCORED_FIELDS = {f.name for f in dataclasses.fields(Scored)}
 # Per-sample fields newer runners write beside Scored's (finish_reason, usage, served_model, refusal, reason).
 EXTRA_FIELDS = ("reason", "finish_reason", "usage", "served_model", "refusal")
 
-# Every setting that changes the prompt or the answers, beyond the table's own coordinates (dataset, split,
-# variant, labels, model, instruction, k). Reports key table rows on them, so no cell ever holds two runs.
+# The settings beyond the table's own coordinates (dataset, split, variant, labels, model, instruction, k) that
+# reports show as columns and tag rows with first. Every other setting marked as changing a key tells rows apart
+# too (reporting/rowkeys.py, from harness/config/option.py's marks), so no cell ever holds two runs.
 # A setting an older config.json lacks takes the value the harness used before it existed.
 OLD_DEFAULTS: dict[str, Any] = {
     "scoring": "parsed",  # the reply's text, parsed (Deshpande et al. 2023, App. A.3)
