@@ -66,7 +66,7 @@ def _commit(run: Run) -> object:
 
 def _code(parts: Sequence[Run]) -> str:
     """The commit the parts were computed with, as the merged report names it."""
-    commit = _commit(parts[0])
+    commit, *_ = {_commit(p) for p in parts}  # one: parts from two commits are refused (`differing`)
     dirty = [p for p in parts if isinstance(p.config.get("git"), dict) and p.config["git"].get("dirty")]
     said = f"commit {str(commit)[:12]}" if commit else "no git commit recorded"
     return said + (f" ({len(dirty)} of the parts with uncommitted changes)" if dirty else "")

@@ -3,6 +3,7 @@ parts merge, in which order their samples go back, and the one line that refuses
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,7 @@ def test_parts_go_back_in_the_whole_runs_order_whatever_order_they_come_in() -> 
     assert merged.config["config_hash"] == "w" and merged.config["n_queries"] == 8
     assert "shard" not in merged.config and merged.config["settings"]["shard"] is None
     assert merged.config["settings"]["seed"] == 0 and merged.config["model"] == "m"
+    assert merged.config["created"] == "t1" and merged.config["packages"] == {"x": "1"}  # the first part's
     assert merged.stored_metrics == {}  # each part's Spearman is its own, never the whole's
     assert merged.integrity.status == "verified"
     assert note == (
@@ -166,3 +168,44 @@ def test_a_dirty_part_is_named_in_the_note() -> None:
     assert "computed with commit cccccccccccc (1 of the parts with uncommitted changes):" in note
     _, (bare,) = merge_shards([part(1, 2, 4, git={}), part(2, 2, 4, git={})])
     assert "computed with no git commit recorded:" in bare
+
+
+def test_the_merged_run_sits_beside_the_first_part() -> None:
+    first = part(1, 2, 4)
+    second = dataclasses.replace(part(2, 2, 4), run_dir=Path("/elsewhere/w-part2of2"))
+    (merged,), _ = merge_shards([second, first])
+    assert merged.run_dir == Path("/r/w-part1of2+1-parts")
+
+
+def test_parts_that_share_a_setting_other_than_its_default_merge() -> None:
+    settings = {"think_tags": "none", "api": {"max_reply_mb": 2.0}}
+    (merged,), _ = merge_shards([part(1, 2, 4, settings=settings), part(2, 2, 4, settings=settings)])
+    assert merged.config["settings"]["think_tags"] == "none" and len(merged.samples) == 4
+
+
+def test_a_part_group_is_named_by_its_first_part() -> None:
+    """Old parts of one whole hash that differ among themselves, and a part of another hash: the line names the
+    first part of the group and what it does not share with the other run's part."""
+    a1, a2 = part(1, 3, 6, "a"), part(2, 3, 6, "a", settings={"think_tags": "none"})
+    b3 = part(3, 3, 6, "b", settings={"think_tags": "none"})
+    with pytest.raises(HarnessError) as e:
+        merge_shards([a1, a2, b3])
+    assert str(e.value).startswith(
+        "--shard parts /r/a-part1of3 and /r/b-part3of3 are not parts of one run: they differ in --think-tags "
+    )
+
+
+def test_parts_that_hold_fewer_queries_than_the_whole_claims_are_refused() -> None:
+    parts = [part(k, 3, 8) for k in (1, 2, 3)]
+    claimed = [
+        dataclasses.replace(p, config=p.config | {"shard": p.config["shard"] | {"whole_queries": 9}}) for p in parts
+    ]
+    with pytest.raises(HarnessError, match=r"^run w: the parts hold fewer than its 9 queries$"):
+        merge_shards(claimed)
+
+
+def test_parts_that_repeat_a_query_are_refused() -> None:
+    one, two = part(1, 2, 4), part(2, 2, 4)
+    twice = dataclasses.replace(two, samples=one.samples)  # part 2 holding part 1's queries again
+    with pytest.raises(HarnessError, match=r"^run w: the parts do not hold each of its 4 queries once$"):
+        merge_shards([one, twice])
