@@ -10,6 +10,7 @@ import pytest
 from harness.calling.backends.base import MalformedReply
 from harness.calling.backends.http import Received
 from harness.calling.backends.reading import TOO_DEEP, TOO_LARGE, UNREADABLE, holds, read_reply
+from harness.calling.redaction import REDACTED
 from harness.types import Completion, RateLimit
 
 KEY = "sk-secret-key-123456"
@@ -39,10 +40,26 @@ def test_json_too_deep_for_the_decoder_is_kept_as_malformed() -> None:
     assert got.raw == body.decode() and not got.truncated
 
 
-@pytest.mark.parametrize("body", [b'{"text": "4"', b"\xff\xfe", b"not json"])
-def test_a_body_that_is_not_json_is_a_broken_delivery_to_retry(body: bytes) -> None:
-    with pytest.raises(MalformedReply, match="^malformed reply: "):
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b'{"text": "4"', "Expecting ',' delimiter: line 1 column 13 (char 12)"),
+        (b'{"a": "\xff"}', "'utf-8' codec can't decode byte 0xff in position 7: invalid start byte"),
+        (b"not json", "Expecting value: line 1 column 1 (char 0)"),
+    ],
+)
+def test_a_body_that_is_not_json_is_a_broken_delivery_to_retry(body: bytes, why: str) -> None:
+    with pytest.raises(MalformedReply) as e:
         read_reply("q", Received(body, None), KEY, text_of)
+    assert str(e.value) == f"malformed reply: {why}"
+
+
+def test_what_reading_says_is_capped_and_redacted() -> None:
+    def long(data: object) -> Completion:
+        raise ValueError(f"{KEY} " + "x" * 500)
+
+    got = read_reply("q", Received(b"{}", None), KEY, long)
+    assert got.malformed == f"{UNREADABLE}: ValueError: " + (f"{REDACTED} " + "x" * 500)[:200]
 
 
 def test_a_reply_the_rule_cannot_read_is_kept_with_the_key_redacted() -> None:
@@ -72,7 +89,9 @@ def test_a_malformed_reply_raised_by_the_rule_is_retried() -> None:
         ("too-large: the reply's body is over 1.23457 MB (...)", 1.23458, False),
         ("too-large: the reply's body is over 1e-05 MB (...)", 1e-05, True),
         ("too-large: the reply's body is over 1e-05 MB (...)", 2e-05, False),
+        ("too-large: the reply's body is over 1.0 MB (...)", 1.0, True),  # another spelling of the same cap
         ("too-large: over nothing MB", 1.0, False),  # a verdict whose cap cannot be read is asked again
+        ("too-large: the reply's body is over 1.2.3 MB (...)", 1.0, False),
         ("too-large: no cap said", 1.0, False),
     ],
 )

@@ -93,3 +93,16 @@ def test_a_top_level_entry_outside_the_identity_tags_and_machine_entries_do_not(
     ]
     labels, notes = label_rows(table(runs), runs)
     assert labels == ["m · backend_params.dtype=bfloat16", "m · backend_params.dtype=float32"] and notes == []
+
+
+def test_the_note_names_the_shared_setting_with_its_tags() -> None:
+    runs = [run("a"), run("b", created="t2"), run("c", seed=1)]
+    labels, notes = label_rows(table(runs), runs)
+    assert labels == ["m · seed=0 · R1", "m · seed=0 · R2", "m · seed=1"]
+    assert notes == ["R1, R2 are the same setting (m · seed=0, k=0): each is shown in a row of its own"]
+
+
+def test_json_key_order_in_a_record_tells_no_runs_apart() -> None:
+    runs = [run("a", extra=[{"b": 1, "a": 2}]), run("b", extra=[{"a": 2, "b": 1}])]
+    labels, notes = label_rows(table(runs), runs)
+    assert labels == ["m · R1", "m · R2"] and len(notes) == 1
