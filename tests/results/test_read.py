@@ -188,3 +188,46 @@ def test_expand_lists_a_folder_reached_twice_once(tmp_path: Path) -> None:
     a = run_folder(tmp_path / "results", "a")
     (tmp_path / "link").symlink_to(a)
     assert expand([a, tmp_path / "link", tmp_path / "results"]) == [a]
+
+
+def _sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _bundled(name: str) -> str:
+    from harness.prompting.render import TEMPLATES_DIR
+
+    return _sha256((TEMPLATES_DIR / name).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("config", "own"),
+    [
+        ({"template": "csts/short.j2"}, False),  # an older record: no hashes, taken as written
+        ({"template": "csts/short.j2", "template_hashes": {}}, False),
+        ({"template": "csts/short.j2", "template_hashes": "x"}, False),
+        ({"template": "csts/short.j2", "template_hashes": {"csts/short.j2": _bundled("csts/short.j2")}}, False),
+        ({"template": "short.j2", "template_hashes": {"short.j2": _bundled("csts/short.j2")}}, False),  # a copy
+        ({"template": "short.j2", "template_hashes": {"short.j2": _sha256("mine")}}, True),  # issue 41
+        ({"template": "mine.j2", "template_hashes": {"mine.j2": _sha256("mine")}}, True),  # no bundled namesake
+        # the dataset names the bundled folder an unprefixed name is looked up in
+        (
+            {"dataset": "stsb", "template": "short.j2", "template_hashes": {"short.j2": _bundled("stsb/short.j2")}},
+            False,
+        ),
+        ({"template": "short.j2", "template_hashes": {"short.j2": _bundled("stsb/short.j2")}}, True),
+        ({"template": "x.j2", "template_hashes": {"../csts/short.j2": _bundled("csts/short.j2")}}, True),  # no escape
+        (
+            {"template": "csts/short.j2", "template_hashes": {"csts/short.j2": _bundled("csts/short.j2"), "x.j2": "0"}},
+            True,  # an include of one's own
+        ),
+    ],
+)
+def test_a_template_is_ones_own_when_its_text_is_not_the_bundled_files(config: dict, own: bool) -> None:
+    from harness.results.read import OWN, own_template
+
+    assert own_template(config) is own
+    stem = Path(config["template"]).stem
+    assert setting(config, "template") == (f"{stem} {OWN}" if own else stem)
