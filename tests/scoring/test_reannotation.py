@@ -64,6 +64,8 @@ def test_a_failed_request_is_an_error_not_an_invalid_reply() -> None:
         ('{"improved_condition": 3}', None, "bad-field"),
         ('{"condition": "x"}', None, "bad-field"),
         ("improved_condition: type of room", None, "invalid-json"),
+        ('{"improved_condition": "colour \\ud800 of it"}', None, "unencodable"),  # a lone surrogate (issue 41)
+        ('{"improved_condition": "colour \\ud83d\\ude00 of it"}', "colour \U0001f600 of it", "json"),  # a pair
     ],
 )
 def test_read_condition(reply: str, value: str | None, status: str) -> None:
