@@ -90,6 +90,34 @@ def test_a_writer_killed_mid_write_leaves_no_half_folder(tmp_path: Path, kind: s
         assert _entries(tmp_path) == []
 
 
+RACING = """
+import sys
+from pathlib import Path
+from harness.results.stage import held, staged
+
+out, rounds, name = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+for i in range(rounds):
+    with staged(out) as staging:
+        (staging / "report.md").write_text(f"{name} {i}\\n")
+    with held(out):  # as the report command reads back what it wrote
+        assert (out / "report.md").read_text().split()[1].isdigit()
+"""
+
+
+def test_two_processes_replacing_one_report_folder_take_turns(tmp_path: Path) -> None:
+    """Issue 41: two `report` commands writing one --out at once. Each process here replaces the folder 150 times;
+    before the lock, one of them soon renamed its folder onto one the other had just put in place (OSError:
+    Directory not empty) or moved a folder aside that was gone (FileNotFoundError), a traceback."""
+    out = tmp_path / "report"
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-c", textwrap.dedent(RACING), str(out), "150"]
+    racers = [subprocess.Popen([*argv, name], env=env, stderr=subprocess.PIPE, text=True) for name in ("a", "b")]
+    errors = [p.communicate(timeout=120)[1] for p in racers]
+    assert [p.returncode for p in racers] == [0, 0], errors
+    assert _entries(tmp_path) == ["report"]  # no folder moved aside, no staging folder, no lock file left
+    assert (out / "report.md").read_text() in ("a 149\n", "b 149\n")  # the last to finish, whole
+
+
 def test_a_full_results_disk_is_one_line_and_the_rerun_buys_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
