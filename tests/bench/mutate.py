@@ -80,8 +80,9 @@ _SYMBOL = {
 }  # fmt: skip
 
 
-# Functions symmetric in their first two arguments: swapping them cannot change any output, so it is no mutant.
-SYMMETRIC = {"pearson", "spearman", "weighted_pearson", "corr", "min", "max"}
+# Functions symmetric in their first two arguments: swapping them cannot change any output, so it is no mutant
+# (scipy's spearmanr, math.isclose at its default tolerances, Cohen's kappa: p_o and p_e are symmetric).
+SYMMETRIC = {"pearson", "spearman", "spearmanr", "weighted_pearson", "corr", "min", "max", "isclose", "cohen_kappa"}
 
 
 @dataclass(frozen=True)
