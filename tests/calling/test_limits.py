@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from multidict import CIMultiDict
 
-from harness.calling.limits import duration, rate_limit
+from harness.calling.limits import duration, rate_limit, unfit
 from harness.types import RateLimit
 
 
@@ -62,3 +62,25 @@ def test_no_rate_limit_headers_and_quirky_values() -> None:
     assert rate_limit(quirky) == RateLimit()
     naive = {"anthropic-ratelimit-requests-limit": "5", "anthropic-ratelimit-requests-reset": "2026-11-25T12:00:00"}
     assert rate_limit(naive) == RateLimit(5, None, None, None, None, None)
+
+
+def test_a_token_limit_under_one_prompt_is_said_with_both_numbers() -> None:
+    assert unfit(50, None, stated=False) is None and unfit(50, 50, stated=False) is None  # fits, just
+    said = unfit(50.4, 50, stated=False)
+    assert said is not None and said.startswith(
+        "the server's rate-limit headers give a token limit of 50 a minute, fewer than this prompt's 50 tokens:"
+    )
+    assert unfit(51, 3, stated=True) == (
+        "--tpm 3 is fewer tokens a minute than this prompt's 51 tokens: no request this size fits; raise --tpm"
+    )
+
+
+def test_the_limiter_keeps_the_token_limit_it_paces_to() -> None:
+    from harness.calling.limiter import Limiter
+
+    lim = Limiter(8, clock=lambda: 100.0)
+    said = {"x-ratelimit-limit-tokens": "3", "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "20s"}
+    lim.in_flight = 1
+    lim.release(99.9, ok=True, limits=rate_limit(said))
+    assert lim.tokens is not None and lim.tokens.limit == 3.0
+    assert Limiter(8, tpm=600).tokens.limit == 600  # type: ignore[union-attr]
