@@ -57,6 +57,8 @@ MODULES: dict[str, list[str]] = {
     "harness/calling/cache_keys.py": ["tests/calling/test_cache_keys.py"],
     "harness/results/read.py": ["tests/results/test_read.py"],
     "harness/results/manifest.py": ["tests/results/test_manifest.py"],
+    "harness/results/stage.py": ["tests/results/test_stage.py"],
+    "harness/calling/backends/reading.py": ["tests/calling/test_reading.py"],
     "harness/reporting/tables.py": ["tests/reporting/test_tables.py"],
     "harness/reporting/published.py": ["tests/reporting/test_published.py"],
     "harness/reporting/paper_settings.py": ["tests/reporting/test_paper_settings.py"],
