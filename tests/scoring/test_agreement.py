@@ -144,6 +144,8 @@ def test_what_an_undefined_alpha_rests_on() -> None:
 def test_kappa_and_spearman_without_items() -> None:
     assert cohen_kappa([], []) == Statistic(None, 0, "no item rated by both")
     assert spearman([1.0, 2.0], [2.0, 1.0]) == Statistic(None, 2, "only 2 items")
+    constant = Statistic(None, 3, "one side is constant: rho is undefined")
+    assert spearman([4.0, 4.0, 4.0], [1.0, 2.0, 3.0]) == spearman([1.0, 2.0, 3.0], [4.0, 4.0, 4.0]) == constant
 
 
 @pytest.mark.parametrize(
