@@ -6,7 +6,7 @@ reply (surrounding whitespace aside) is one object, "embedded" when an object is
 fence, a sentence before it), else "invalid-json"; an object without a usable field is "bad-field"; a request
 that failed is "error". An object equal to one the prompt itself shows (its examples' replies) is "echo", as a
 run's number copied from its prompt is (harness/scoring/parsing.py `is_echo`): the model repeated, it did not
-rate. A rewritten condition holding what UTF-8 cannot encode (a lone surrogate, from a server's JSON "\ud800") is
+rate. A rewritten condition holding what UTF-8 cannot encode (a lone surrogate, from a server's JSON "\\ud800") is
 "unencodable": it could be neither sent in the rating prompt nor written to the labels file. Only "json" and
 "embedded" give a value; each status is counted, none is dropped unseen.
 """
