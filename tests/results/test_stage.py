@@ -54,6 +54,20 @@ def test_a_report_folder_replaces_the_old_one_only_when_whole(tmp_path: Path) ->
     assert _entries(out) == ["v2.txt"] and _entries(tmp_path) == ["report"]
 
 
+def test_umask_reads_the_processs_mask_without_changing_it() -> None:
+    old = os.umask(0o027)
+    try:
+        assert umask() == 0o027 and umask() == 0o027  # the same twice: read, not reset to a default
+    finally:
+        os.umask(old)
+
+
+def test_a_report_folder_is_written_where_its_parents_do_not_exist_yet(tmp_path: Path) -> None:
+    with staged(tmp_path / "a" / "b" / "report") as staging:
+        (staging / "report.md").write_text("x")
+    assert _entries(tmp_path / "a" / "b") == ["report"] and _entries(tmp_path / "a" / "b" / "report") == ["report.md"]
+
+
 def test_a_staged_folder_has_the_users_mode(tmp_path: Path) -> None:
     with staged(tmp_path / "report") as staging:
         assert stat.S_IMODE(staging.stat().st_mode) == 0o700  # private while it is written
