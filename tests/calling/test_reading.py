@@ -96,3 +96,15 @@ def test_a_body_that_is_no_json_or_says_no_text_is_retried_and_the_rest_kept() -
     assert deep.malformed == "too-deep: JSON nested deeper than the decoder reads" and deep.text == ""
     big = read(b'{"choices": [{"text": "3"}]}', over="over --max-reply-mb 1")
     assert big.malformed == "too-large: over --max-reply-mb 1" and big.raw == '{"choices": [{"text": "3"}]}'
+
+
+def test_what_a_reply_says_is_cut_to_its_first_characters_and_the_key_redacted() -> None:
+    said = reported_error({"error": {"code": 502, "message": "m" * 400}}, KEY)
+    assert str(said) == f"HTTP 502: {'m' * 300} (an error sent with status 200)"
+
+    def failing(data: Any) -> Completion:
+        raise LookupError(f"{KEY} " + "k" * 400)
+
+    kept = read_reply("7", Received(b'{"choices": []}', None), KEY, failing)
+    assert kept.malformed == "unreadable: LookupError: [redacted] " + "k" * (200 - len("[redacted] "))
+    assert (kept.id, kept.raw) == ("7", '{"choices": []}')
