@@ -107,4 +107,4 @@ def test_what_a_reply_says_is_cut_to_its_first_characters_and_the_key_redacted()
 
     kept = read_reply("7", Received(b'{"choices": []}', None), KEY, failing)
     assert kept.malformed == "unreadable: LookupError: [redacted] " + "k" * (200 - len("[redacted] "))
-    assert (kept.id, kept.raw) == ("7", '{"choices": []}')
+    assert (kept.request_id, kept.raw) == ("7", '{"choices": []}')
