@@ -34,6 +34,7 @@ from aiohttp import web
 
 from tests.fake_batch_anthropic import AnthropicRoutes
 from tests.fake_batch_protocols import FakeBatch, OpenAIRoutes
+from tests.fake_replies import GATEWAY_200
 from tests.fake_server import CHAT, MESSAGES, RAW, FakeServer
 
 STAGES = ("upload", "created", "retrieved", "download")
@@ -117,6 +118,8 @@ class FakeBatchServer(OpenAIRoutes, AnthropicRoutes, FakeServer):
             return {"status": status, "message": f"request failed inside the batch ({status})"}
         if action == "400-quote":  # a validation error quoting the request, as tests/fake_replies.py's
             return {"status": 400, "message": f"Input should be a valid list: input_value={prompt!r}"}
+        if action in GATEWAY_200:  # a 200 that holds no answer (tests/fake_replies.py)
+            return {"status": 200, "body": GATEWAY_200[action]}
         self.batch_answered[prompt] += 1
         # The endpoint's own reply (tests/fake_server.py): Messages, Chat Completions, or raw Completions.
         endpoint = MESSAGES if provider == "anthropic" else RAW if "prompt" in body else CHAT

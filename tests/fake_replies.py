@@ -46,6 +46,17 @@ def bag_of_words(text: str, dims: int = 32) -> list[float]:
     return vector
 
 
+# 200 replies that hold no answer: a gateway's error report (OpenRouter's shape: once the model has started, the
+# status it stands for in error.code), one without a status, one naming a 4xx, a list, an object without choices.
+GATEWAY_200: dict[str, Any] = {
+    "200-error-502": {"error": {"code": 502, "message": "Upstream provider is down"}},
+    "200-error-400": {"error": {"code": 400, "message": "Provider rejected the request"}},
+    "200-error": {"error": {"message": "Overloaded", "type": "server_error"}},
+    "200-list": [{"generated_text": "3.0"}],
+    "200-no-choices": {"id": "x", "object": "chat.completion", "usage": {"prompt_tokens": 9, "completion_tokens": 0}},
+}
+
+
 def fault(action: str, key: str, anthropic: bool, prompt: str = "") -> web.Response | None:
     """The error or unreadable reply an action asks for; None for actions that answer."""
     kinds = {
@@ -62,6 +73,8 @@ def fault(action: str, key: str, anthropic: bool, prompt: str = "") -> web.Respo
     }
     if action == "malformed":
         return web.Response(status=200, text='{"id": "x", "choices": [', content_type="application/json")
+    if action in GATEWAY_200:
+        return web.json_response(GATEWAY_200[action], status=200)
     if action == "utf8":
         body = b'{"id": "x", "object": "chat.completion", "choices": [{"text": "\xff\xfe 3.0"}]}'
         return web.Response(status=200, body=body, content_type="application/json")

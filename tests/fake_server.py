@@ -14,7 +14,9 @@ text), "refusal" (200, the provider's refusal: OpenAI's `refusal` field with con
 stop_reason "refusal"), "length" (200, finish_reason length), "huge" (200, a 2 MB reply), "leak" (200, a
 reply quoting the caller's key), "401", "400" (a 400 about this request), "400-context" (the prompt is over
 the context length, in the provider's words), "400-param" (a 400 naming a parameter: the request's shape),
-"400-quote" (a 400 quoting the prompt, as validation errors do), "404" (no such model).
+"400-quote" (a 400 quoting the prompt, as validation errors do), "404" (no such model), and 200 replies that hold
+no answer (fake_replies.py GATEWAY_200): "200-error-502", "200-error-400", "200-error" (a gateway's error report,
+with and without a status in error.code), "200-list", "200-no-choices".
 
 Rate limits (`--rps-limit 200` & co., off by default; 429s logged as "limited") and GET /stats: tests/fake_ratelimit.py.
 

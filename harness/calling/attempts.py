@@ -15,6 +15,7 @@ from tenacity import AsyncRetrying, RetryCallState, RetryError, retry_if_excepti
 
 from harness.calling.backends.base import MalformedReply, PermanentError, RemoteBackend, RetryableError, Unreachable
 from harness.calling.limiter import Limiter
+from harness.calling.limits import unfit
 from harness.calling.options import DispatchOptions, DispatchStats
 from harness.types import Completion, Request
 
@@ -116,6 +117,8 @@ class Attempts:
         self.tries += 1
         self.stats.attempts += 1
         cost = prompt_tokens(self.options, request) if limiter.tokens is not None else 0.0
+        if limiter.tokens is not None and (why := unfit(cost, limiter.tokens.limit, limiter.fixed_tpm)) is not None:
+            raise PermanentError(why, fatal=True)  # pacing to it would wait cost/limit minutes a request, forever
         sent = await limiter.acquire(cost)
         timeout = self.options.retry.timeout
         try:

@@ -82,7 +82,7 @@ class Limiter:
         self.clock = clock
         self.fixed_rpm, self.fixed_tpm = rpm is not None, tpm is not None  # the user's word beats the headers
         self.requests = Pacer(rpm / 60.0, REQUEST_BURST) if rpm else None
-        self.tokens = Pacer(tpm / 60.0, tpm / 60.0) if tpm else None  # a second's worth: one prompt always fits
+        self.tokens = Pacer(tpm / 60.0, tpm / 60.0, tpm) if tpm else None  # a second's worth goes at once
         self.start: Pacer | None = Pacer(START_RATE, START_BURST)  # until the first answer
         self.probe: Pacer | None = None  # the rate 429s taught, when they have
         self.probe_max, self.probe_cut = 0.0, -math.inf  # the rate that met the last 429, and when
@@ -269,6 +269,7 @@ class Limiter:
                 else:
                     pacer.rate += LEARN_WEIGHT * (rate - pacer.rate)
                     pacer.burst = REQUEST_BURST if kind == "requests" else pacer.rate
+                pacer.limit = limit  # a token limit under one prompt stops the run (attempts.py, limits.py unfit)
             if remaining < 1 and pacer is not None and pacer.rate > 0:  # until one more unit is back, capped as
                 self.paused_until = max(self.paused_until, now + min(1.0 / pacer.rate, RETRY_AFTER_CAP))  # retry-after
 

@@ -95,10 +95,11 @@ def _until(value: str | None, now: float | None) -> float | None:
 
 class Pacer:
     """A GCRA token bucket: `rate` units a second, bursts of up to `burst` units. `free_at(cost)`: the earliest
-    time a request of `cost` units fits (the bucket never goes below empty); `book`: one left at `now`."""
+    time a request of `cost` units fits (the bucket never goes below empty); `book`: one left at `now`. `limit`:
+    the per-minute figure it paces to, where one was stated or read (for `unfit`)."""
 
-    def __init__(self, rate: float, burst: float) -> None:
-        self.rate, self.burst = rate, burst
+    def __init__(self, rate: float, burst: float, limit: float | None = None) -> None:
+        self.rate, self.burst, self.limit = rate, burst, limit
         self.tat = -math.inf  # the bucket's theoretical arrival time: the next unit is free from then on
 
     def free_at(self, cost: float) -> float:
@@ -106,6 +107,23 @@ class Pacer:
 
     def book(self, cost: float, now: float) -> None:
         self.tat = max(self.tat, now) + cost / self.rate
+
+
+def unfit(cost: float, limit: float | None, stated: bool) -> str | None:
+    """Why a prompt of `cost` tokens can never be sent under a per-minute token `limit` (the user's --tpm when
+    `stated`, else the server's headers), or None. A provider's bucket of `limit` tokens never holds more (OpenAI
+    refuses such a request: "Request too large"), and pacing to it spaced such requests cost/limit minutes apart
+    and more: 3 tokens a minute sent a 50-token prompt every 34 minutes, with no end in sight (issue 41)."""
+    if limit is None or cost <= limit:
+        return None
+    tokens = f"this prompt's {cost:.0f} tokens"
+    if stated:
+        return f"--tpm {limit:g} is fewer tokens a minute than {tokens}: no request this size fits; raise --tpm"
+    return (
+        f"the server's rate-limit headers give a token limit of {limit:g} a minute, fewer than {tokens}: no request "
+        "this size can fit under it; if that figure is wrong, state the limit with --tpm N (the headers do not "
+        "override it)"
+    )
 
 
 LEARN_DEFICIT = 0.1  # a bucket's size is read only while at least this share of it is missing

@@ -168,7 +168,8 @@ def print_agreement(r: dict[str, Any]) -> None:
         c = r["conditions"]
         print(
             f"  conditions: {c['changed']} changed of {c['replies']}; invalid replies {c['invalid-json']} "
-            f"invalid-json, {c['bad-field']} bad-field, {c['error']} errors (original kept)"
+            f"invalid-json, {c['bad-field']} bad-field, {c['unencodable']} unencodable, {c['error']} errors "
+            "(original kept)"
         )
     print(
         f"  Krippendorff's alpha (repeats): ordinal {_stat(r['alpha_ordinal'])}, interval {_stat(r['alpha_interval'])}"

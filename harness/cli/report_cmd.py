@@ -35,6 +35,7 @@ def report_parser() -> Parser:
 def cmd_report(argv: Sequence[str]) -> int:
     from harness.reporting.published import load_published
     from harness.reporting.report import write_report
+    from harness.results.stage import held
 
     a = report_parser().parse_args(argv)
     if a.published is not None:
@@ -50,7 +51,8 @@ def cmd_report(argv: Sequence[str]) -> int:
         check_output(out, "report folder", directory=True)
     for paths, out in jobs:
         out_dir = write_report(paths, out, published, shareable=a.shareable)
-        md = (out_dir / "report.md").read_text(encoding="utf-8")
+        with held(out_dir):  # another report to this --out swaps its folder in before or after this read
+            md = (out_dir / "report.md").read_text(encoding="utf-8")
         ends = [i for i in (md.find("\n## C-STS beside"), md.find("\n## Published")) if i >= 0]
         print(md[: min(ends, default=len(md))].rstrip())
         print(f"report: {out_dir}")

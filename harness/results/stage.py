@@ -2,7 +2,8 @@
 
 The one staging helper of the harness: run folders (results/write.py), sweep folders (sweep.py) and report
 folders (reporting/report.py) are all written through `staged`, so a crash mid-write leaves no half folder, and a
-full disk is one line naming the folder (not a traceback).
+full disk is one line naming the folder (not a traceback). Two processes replacing one report folder at once (two
+`report` commands with one --out) take turns under a lock beside it (`held`): the last to finish leaves its report.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from pathlib import Path
 from harness.inputs import disk_full, disk_full_error
 from harness.results.claims import Claim
 
-__all__ = ["staged", "umask"]
+try:
+    import fcntl
+except ImportError:  # not POSIX: two processes replacing one report folder at once are not kept apart
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["held", "staged", "umask"]
 
 
 def umask() -> int:
@@ -68,11 +74,38 @@ def staged(target: Claim | Path) -> Iterator[Path]:
 
 
 def _replace(staging: Path, target: Path) -> None:
-    """Rename staging onto target; an old folder there is moved aside first and removed after."""
-    if not target.exists():
+    """Rename staging onto target; an old folder there is moved aside first and removed after. Under `held`: a
+    second process replacing the same folder between those two renames ended one of them in a traceback (issue 41,
+    two `report` commands with one --out)."""
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")  # removed outside the lock: one name per process
+    with held(target):
+        if target.exists():
+            shutil.rmtree(old, ignore_errors=True)  # a killed process's, with our pid
+            os.rename(target, old)
         os.rename(staging, target)
-        return
-    old = target.with_name(f".{target.name}.old")
-    os.rename(target, old)
-    os.rename(staging, target)
     shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def held(target: Path) -> Iterator[None]:
+    """An exclusive lock on replacing (or reading back) the folder `target`, waited for: `.NAME.lock` beside it,
+    removed when released. The inode check catches a lock file another holder unlinked meanwhile, as claims.py's."""
+    if fcntl is None:
+        yield
+        return
+    path = target.with_name(f".{target.name}.lock")
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()  # while still locked: a waiter on this inode sees it gone and opens a new one
+        os.close(fd)

@@ -5,8 +5,10 @@ rating, justification; "Do not use code blocks"). A reply is read with the json 
 reply (surrounding whitespace aside) is one object, "embedded" when an object is found inside other text (a code
 fence, a sentence before it), else "invalid-json"; an object without a usable field is "bad-field"; a request
 that failed is "error". An object equal to one the prompt itself shows (its examples' replies) is "echo", as a
-run's number copied from its prompt is (harness/scoring/parsing.py `is_echo`): the model repeated, it did not rate.
-Only "json" and "embedded" give a value; each status is counted, none is dropped unseen.
+run's number copied from its prompt is (harness/scoring/parsing.py `is_echo`): the model repeated, it did not
+rate. A rewritten condition holding what UTF-8 cannot encode (a lone surrogate, from a server's JSON "\\ud800") is
+"unencodable": it could be neither sent in the rating prompt nor written to the labels file. Only "json" and
+"embedded" give a value; each status is counted, none is dropped unseen.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-STATUSES = ("json", "embedded", "invalid-json", "bad-field", "echo", "error")
+STATUSES = ("json", "embedded", "invalid-json", "bad-field", "unencodable", "echo", "error")
 VALID = ("json", "embedded")
 RATINGS = (1, 2, 3, 4, 5)
 BRACKETS = re.compile(r"[][{}]")
@@ -155,7 +157,7 @@ def read_rating(text: str | None, error: str | None = None, prompt: str | None =
 
 
 def read_condition(text: str | None, error: str | None = None, prompt: str | None = None) -> Reading:
-    """Figure 3's reply: "improved_condition" must be a non-empty string (kept as one line)."""
+    """Figure 3's reply: "improved_condition" must be a non-empty string (kept as one line) that UTF-8 can encode."""
     found = _reply_object(text, error, prompt)
     if isinstance(found, Reading):
         return found
@@ -163,6 +165,10 @@ def read_condition(text: str | None, error: str | None = None, prompt: str | Non
     condition = obj.get("improved_condition")
     if not isinstance(condition, str) or not condition.strip():
         return Reading(None, _justification(obj), "bad-field")
+    try:
+        condition.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: the rating prompt could not be sent, the labels file not written
+        return Reading(None, _justification(obj), "unencodable")
     return Reading(" ".join(condition.split()), _justification(obj), how)
 
 

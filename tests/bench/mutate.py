@@ -64,6 +64,8 @@ MODULES: dict[str, list[str]] = {
     "harness/results/read.py": ["tests/results/test_read.py"],
     "harness/results/shards.py": ["tests/results/test_shards_merge.py"],
     "harness/reporting/rowkeys.py": ["tests/reporting/test_rowkeys.py"],
+    "harness/results/manifest.py": ["tests/results/test_manifest.py"],
+    "harness/results/stage.py": ["tests/results/test_stage.py"],
     "harness/calling/backends/reading.py": ["tests/calling/test_reading.py"],
     "harness/reporting/tables.py": ["tests/reporting/test_tables.py"],
     "harness/reporting/published.py": ["tests/reporting/test_published.py"],
@@ -88,8 +90,9 @@ _SYMBOL = {
 }  # fmt: skip
 
 
-# Functions symmetric in their first two arguments: swapping them cannot change any output, so it is no mutant.
-SYMMETRIC = {"pearson", "spearman", "weighted_pearson", "corr", "min", "max"}
+# Functions symmetric in their first two arguments: swapping them cannot change any output, so it is no mutant
+# (scipy's spearmanr, math.isclose at its default tolerances, Cohen's kappa: p_o and p_e are symmetric).
+SYMMETRIC = {"pearson", "spearman", "spearmanr", "weighted_pearson", "corr", "min", "max", "isclose", "cohen_kappa"}
 
 
 @dataclass(frozen=True)

@@ -155,3 +155,27 @@ def test_a_duplicate_custom_id_with_another_answer_is_reported_and_the_first_kep
 def _body(server: FakeBatchServer, custom_id: str) -> dict:
     (batch,) = server.batches.values()
     return dict(batch.items)[custom_id]
+
+
+@pytest.mark.parametrize("backend", ["openai", "anthropic"])
+def test_a_batch_result_of_no_answer_is_kept_and_a_gateways_error_in_it_is_that_requests_error(
+    backend: str, tmp_path: Path
+) -> None:
+    """As one by one (tests/calling/test_replies.py, issue 41): a 200 result whose body is an error report is that
+    request's error, asked again by the rerun; one of no answer's shape is kept as malformed, never bought again."""
+    actions = ["200-error-502", "200-no-choices", "ok", "ok"]
+
+    def plan(prompt: str, attempt: int) -> str:
+        return actions[int(default_answer(prompt).replace(".", "")) % len(actions)]
+
+    with FakeBatchServer(plan=plan) as server:
+        url = server.openai_url if backend == "openai" else server.anthropic_url
+        assert main(args(url, "gpt-4o-mini", tmp_path, "--backend", backend, *BATCH)) == 3
+    rows = samples(tmp_path / "r").values()
+    by = {a: [r for r in rows if plan(r["prompt"], 0) == a] for a in actions}
+    assert by["200-error-502"] and by["200-no-choices"]
+    assert all(
+        r["error"] == "HTTP 502: Upstream provider is down (an error sent with status 200)" for r in by["200-error-502"]
+    )
+    assert all((r["reason"], r["error"]) == ("malformed", None) for r in by["200-no-choices"])
+    assert all(r["error"] is None and r["reason"] != "malformed" for r in by["ok"])

@@ -19,7 +19,7 @@ from harness.calling.backends.base import RetryableError
 from harness.calling.dispatch import complete_all
 from harness.calling.limits import rate_limit
 from harness.calling.options import DispatchOptions, DispatchStats
-from harness.types import Completion, Request
+from harness.types import Completion, HarnessError, Request
 from tests.calling.test_dispatch_limits import WALL, on_virtual_clock
 from tests.fake_ratelimit import RateLimiter, RateLimitPolicy
 from tests.stub_backend import StubBackend
@@ -84,3 +84,43 @@ def test_default_settings_reach_95_percent_of_a_strict_limit_with_few_429s(
     goodput = (served["admitted"] - BURST) / (backend.last_answer - backend.first_sent) / RPS
     assert served["admitted"] == n
     assert goodput >= 0.95 and refused <= 0.03, f"{mode}: {goodput:.1%} of the limit, {refused:.1%} refused"
+
+
+class TinyTokenLimit(StubBackend):
+    """A server whose headers say its token limit is 3 a minute (spent, back in 20 s), and that answers anyway: a
+    gateway's wrong figure, or a real limit no prompt fits under (a real one would refuse with 429s)."""
+
+    name = "tiny"
+
+    def __init__(self) -> None:
+        self.sent: list[float] = []
+
+    async def send(self, request: Request) -> Completion:
+        loop = asyncio.get_running_loop()
+        self.sent.append(loop.time())
+        await asyncio.sleep(0.1)
+        said = {"x-ratelimit-limit-tokens": "3", "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "20s"}
+        return Completion(request.id, "3", rate_limit=rate_limit(said))
+
+
+def test_a_token_limit_smaller_than_one_prompt_stops_the_run_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 41: paced to 3 tokens a minute, a 50-token prompt left every 34 minutes, with no end in sight (the run
+    of 40 sent its last request after 19.8 virtual hours). No prompt that size can fit under that limit: the run
+    stops at the first request sent after the limit was read, naming the limit and the prompt's tokens."""
+    on_virtual_clock(monkeypatch)
+    backend = TinyTokenLimit()
+    requests = [Request(str(i), f"{i:03d} " + "x" * 196) for i in range(40)]  # 200 bytes: about 50 tokens
+    with pytest.raises(HarnessError) as raised:
+        complete_all(backend, requests, options=DispatchOptions(concurrency=4), stats=DispatchStats())
+    said = str(raised.value)
+    assert "a token limit of 3 a minute" in said and "this prompt's 50 tokens" in said and "--tpm" in said, said
+    assert len(backend.sent) == 4 and max(backend.sent) < 0.01  # the first wave, sent before the limit was known
+
+
+def test_a_users_tpm_smaller_than_one_prompt_stops_before_anything_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    on_virtual_clock(monkeypatch)
+    backend = TinyTokenLimit()
+    requests = [Request(str(i), "x" * 200) for i in range(5)]
+    with pytest.raises(HarnessError, match=r"--tpm 30 is fewer tokens a minute than this prompt's 50"):
+        complete_all(backend, requests, options=DispatchOptions(tpm=30), stats=DispatchStats())
+    assert backend.sent == []

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from multidict import CIMultiDict
 
-from harness.calling.limits import duration, rate_limit
+from harness.calling.limits import duration, rate_limit, refill_rate, unfit
 from harness.types import RateLimit
 
 
@@ -62,3 +62,47 @@ def test_no_rate_limit_headers_and_quirky_values() -> None:
     assert rate_limit(quirky) == RateLimit()
     naive = {"anthropic-ratelimit-requests-limit": "5", "anthropic-ratelimit-requests-reset": "2026-11-25T12:00:00"}
     assert rate_limit(naive) == RateLimit(5, None, None, None, None, None)
+
+
+def test_a_token_limit_under_one_prompt_is_said_with_both_numbers() -> None:
+    assert unfit(50, None, stated=False) is None and unfit(50, 50, stated=False) is None  # fits, just
+    said = unfit(50.4, 50, stated=False)
+    assert said is not None and said.startswith(
+        "the server's rate-limit headers give a token limit of 50 a minute, fewer than this prompt's 50 tokens:"
+    )
+    assert unfit(51, 3, stated=True) == (
+        "--tpm 3 is fewer tokens a minute than this prompt's 51 tokens: no request this size fits; raise --tpm"
+    )
+
+
+def test_the_limiter_keeps_the_token_limit_it_paces_to() -> None:
+    from harness.calling.limiter import Limiter
+
+    lim = Limiter(8, clock=lambda: 100.0)
+    said = {"x-ratelimit-limit-tokens": "3", "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "20s"}
+    lim.in_flight = 1
+    lim.release(99.9, ok=True, limits=rate_limit(said))
+    assert lim.tokens is not None and lim.tokens.limit == 3.0
+    assert Limiter(8, tpm=600).tokens.limit == 600  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("limit", "remaining", "reset", "rate"),
+    [
+        (60, 58, 1.0, 1.0),  # two missing: the fewest read (limit / 60 agrees with 2 a second, within 4x)
+        (60, 59, 1.0, None),  # one missing: rounding alone could make it
+        (60, 50, 0.0, None),  # no time to come back in: no rate
+        (75, 65, 10.0, 1.25),  # limit / 60 exactly 1.25 times the reading: still the per-minute figure
+        (60, 20, 10.0, 1.0),  # the reading exactly 4 times limit / 60: still the per-minute figure
+        (60, 50, 20.0, 0.5),  # limit / 60 twice the reading: the reading (a bucket's size), a sixth missing
+        (60, 15, 10.0, 4.5),  # the reading 4.5 times limit / 60: the reading
+        (100, 90, 1.0, 10.0),  # exactly a tenth missing: read from the ratio
+        (100, 91, 1.0, None),  # less than a tenth missing and no agreement: unknown
+    ],
+)
+def test_the_refill_rate_at_each_boundary(limit: float, remaining: float, reset: float, rate: float | None) -> None:
+    assert refill_rate(limit, remaining, reset) == rate
+
+
+def test_a_negative_number_of_seconds_is_none_past() -> None:
+    assert duration("-0.5") == 0.0

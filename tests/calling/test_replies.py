@@ -9,6 +9,7 @@ import json
 import re
 import sqlite3
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,86 @@ def test_a_reply_quoting_the_key_is_redacted_before_it_is_stored(
     rows, _ = read(tmp_path / "r")
     assert all(r["output"] == "3.0 (your key is [redacted])" for r in rows)
     assert all(KEY.encode() not in p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+
+
+# --- a 200 that holds no answer (issue 41): kept where it is JSON of another shape, an error where it reports one ---
+
+
+def _first(n: int, action: str) -> tuple[set[str], Callable[[str, int], str]]:
+    """A plan that gives `action` to the first `n` prompts the server sees, at every attempt; and those prompts."""
+    hit: set[str] = set()
+
+    def plan(prompt: str, attempt: int) -> str:
+        if prompt in hit or len(hit) < n:
+            hit.add(prompt)
+            return action
+        return "ok"
+
+    return hit, plan
+
+
+@pytest.mark.parametrize("action", ["200-list", "200-no-choices"])
+def test_a_json_200_of_no_answers_shape_is_kept_as_malformed_and_never_bought_again(
+    tmp_path: Path, action: str
+) -> None:
+    """docs/backends.md: a 200 whose body is JSON is never bought again. It was retried 3 times and never cached."""
+    hit, plan = _first(4, action)
+    with FakeServer(plan=plan) as server:
+        assert main(argv(tmp_path, server, "r")) == 0
+        first = Counter(server.received())
+        assert main(argv(tmp_path, server, "again")) == 0
+        assert len(server.calls) == sum(first.values()) == 30  # each asked once; the rerun asked for none
+    assert all(first[p] == 1 for p in hit)
+    rows, metrics = read(tmp_path / "r")
+    assert (
+        sorted((r["reason"], r["valid"], r["error"]) for r in rows if r["prompt"] in hit)
+        == [("malformed", False, None)] * 4
+    )
+    assert metrics["reasons"].get("malformed") == 4 and metrics["errors"] == 0
+    metas = [json.loads(meta) for _, meta in cached_rows(tmp_path)]
+    shape = "no choices"  # both: a list has no choices either
+    assert sum(f"unreadable: NotAnAnswer: {shape}" == m.get("malformed") for m in metas) == 4, metas[:2]
+
+
+def test_a_gateways_error_in_a_200_is_the_error_it_names_and_is_retried_as_that_status(tmp_path: Path) -> None:
+    """OpenRouter: once the model has started, an error comes with status 200 and its status in error.code. A 502
+    there is a transient failure: retried, and the answer that follows kept. It was retried as `no choices`, and a
+    server that kept sending it gave up after 3 tries whatever it said."""
+    seen: Counter[str] = Counter()
+
+    def plan(prompt: str, attempt: int) -> str:
+        seen[prompt] += 1
+        return "200-error-502" if attempt < 4 else "ok"  # more than MALFORMED_TRIES: only a status retry gets there
+
+    with FakeServer(plan=plan) as server:
+        assert main(argv(tmp_path, server, "r", "--concurrency", "8", "--max-retries", "5")) == 0
+        assert main(argv(tmp_path, server, "again")) == 0
+    assert set(seen.values()) == {5}  # four 502s and the answer; the rerun from the cache
+    rows, metrics = read(tmp_path / "r")
+    assert all(r["error"] is None and r["output"] == default_answer(r["prompt"]) for r in rows)
+    assert metrics["dispatch"]["malformed"] == 0
+
+
+@pytest.mark.parametrize(
+    ("action", "calls", "error"),
+    [
+        ("200-error-400", 1, "bad_request: HTTP 400: Provider rejected the request (an error sent with status 200)"),
+        ("200-error", 3, "gave up after 3 tries: malformed reply: Overloaded (an error sent with status 200)"),
+    ],
+)
+def test_a_gateways_error_in_a_200_that_names_no_answer_is_that_requests_error_and_asked_again_on_rerun(
+    tmp_path: Path, action: str, calls: int, error: str
+) -> None:
+    """No answer was made, so none is cached: a 4xx it names is not retried; one without a status is retried as an
+    unreadable reply (3 tries). The rerun asks for those again, and only those."""
+    hit, plan = _first(2, action)
+    with FakeServer(plan=plan) as server:
+        assert main(argv(tmp_path, server, "r")) == 3
+        first = Counter(server.received())
+        assert main(argv(tmp_path, server, "again")) == 3
+        rerun = Counter(server.received()) - first
+    assert {p: first[p] for p in hit} == {p: calls for p in hit} and sum(first.values()) == 28 + 2 * calls
+    assert rerun == Counter({p: calls for p in hit})
+    rows, _ = read(tmp_path / "r")
+    failed = sorted(r["error"] for r in rows if r["error"])
+    assert len(failed) == 2 and all(e.startswith(error) for e in failed), failed

@@ -122,3 +122,26 @@ def test_a_test_split_run_says_its_labels_are_hidden(tmp_path: Path) -> None:
         "published Spearman 43.10 is not comparable (n=10 of 4,732; shot_sampler=seeded (paper: reference, seed 42); "
         "model=gpt-4 (paper: gpt-4-0314))" in report
     )
+
+
+def test_two_report_commands_writing_one_out_at_once_both_finish(tmp_path: Path) -> None:
+    """Issue 41: two real `run_eval.py report` processes, started together, one --out. Both exit 0 and print their
+    summary; the folder left is one whole report (tests/results/test_stage.py races the replacement itself 150 times
+    a process: two commands' one replacement each may or may not meet)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    run_dir = make_run(tmp_path / "results", "a", dataset="csts")
+    out = tmp_path / "shared-report"
+    argv = [sys.executable, str(root / "run_eval.py"), "report", str(run_dir), "--out", str(out)]
+    env = os.environ | {"PYTHONPATH": str(root), "MPLBACKEND": "Agg"}
+    reports = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)]
+    reports.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    printed = [p.communicate(timeout=300) for p in reports]
+    assert [p.returncode for p in reports] == [0, 0], [err for _, err in printed]
+    assert all(f"report: {out}\n" in stdout and stdout.startswith("# C-STS prompting report") for stdout, _ in printed)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results", "shared-report"]  # nothing aside, no lock
+    assert {"report.md", "index.html"} <= {p.name for p in out.iterdir()}
+    assert (out / "report.md").read_text().startswith("# C-STS prompting report")

@@ -54,6 +54,20 @@ def test_a_report_folder_replaces_the_old_one_only_when_whole(tmp_path: Path) ->
     assert _entries(out) == ["v2.txt"] and _entries(tmp_path) == ["report"]
 
 
+def test_umask_reads_the_processs_mask_without_changing_it() -> None:
+    old = os.umask(0o027)
+    try:
+        assert umask() == 0o027 and umask() == 0o027  # the same twice: read, not reset to a default
+    finally:
+        os.umask(old)
+
+
+def test_a_report_folder_is_written_where_its_parents_do_not_exist_yet(tmp_path: Path) -> None:
+    with staged(tmp_path / "a" / "b" / "report") as staging:
+        (staging / "report.md").write_text("x")
+    assert _entries(tmp_path / "a" / "b") == ["report"] and _entries(tmp_path / "a" / "b" / "report") == ["report.md"]
+
+
 def test_a_staged_folder_has_the_users_mode(tmp_path: Path) -> None:
     with staged(tmp_path / "report") as staging:
         assert stat.S_IMODE(staging.stat().st_mode) == 0o700  # private while it is written
@@ -88,6 +102,34 @@ def test_a_writer_killed_mid_write_leaves_no_half_folder(tmp_path: Path, kind: s
         assert visible == ["run"] and _entries(tmp_path / "run") == []  # the empty claim of a dead run
         clean_stale(tmp_path)  # what the next run in this folder does first
         assert _entries(tmp_path) == []
+
+
+RACING = """
+import sys
+from pathlib import Path
+from harness.results.stage import held, staged
+
+out, rounds, name = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+for i in range(rounds):
+    with staged(out) as staging:
+        (staging / "report.md").write_text(f"{name} {i}\\n")
+    with held(out):  # as the report command reads back what it wrote
+        assert (out / "report.md").read_text().split()[1].isdigit()
+"""
+
+
+def test_two_processes_replacing_one_report_folder_take_turns(tmp_path: Path) -> None:
+    """Issue 41: two `report` commands writing one --out at once. Each process here replaces the folder 150 times;
+    before the lock, one of them soon renamed its folder onto one the other had just put in place (OSError:
+    Directory not empty) or moved a folder aside that was gone (FileNotFoundError), a traceback."""
+    out = tmp_path / "report"
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-c", textwrap.dedent(RACING), str(out), "150"]
+    racers = [subprocess.Popen([*argv, name], env=env, stderr=subprocess.PIPE, text=True) for name in ("a", "b")]
+    errors = [p.communicate(timeout=120)[1] for p in racers]
+    assert [p.returncode for p in racers] == [0, 0], errors
+    assert _entries(tmp_path) == ["report"]  # no folder moved aside, no staging folder, no lock file left
+    assert (out / "report.md").read_text() in ("a 149\n", "b 149\n")  # the last to finish, whole
 
 
 def test_a_full_results_disk_is_one_line_and_the_rerun_buys_nothing(

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from harness.scoring.reannotation import combined_label, counts, read_condition, read_rating
+from harness.scoring.reannotation import (
+    MAX_TRIES,
+    Reading,
+    combined_label,
+    counts,
+    prompt_objects,
+    read_condition,
+    read_rating,
+)
 
 
 @pytest.mark.parametrize(
@@ -64,6 +72,8 @@ def test_a_failed_request_is_an_error_not_an_invalid_reply() -> None:
         ('{"improved_condition": 3}', None, "bad-field"),
         ('{"condition": "x"}', None, "bad-field"),
         ("improved_condition: type of room", None, "invalid-json"),
+        ('{"improved_condition": "colour \\ud800 of it"}', None, "unencodable"),  # a lone surrogate (issue 41)
+        ('{"improved_condition": "colour \\ud83d\\ude00 of it"}', "colour \U0001f600 of it", "json"),  # a pair
     ],
 )
 def test_read_condition(reply: str, value: str | None, status: str) -> None:
@@ -118,3 +128,48 @@ def test_merged_label_counts_the_human_and_each_model_once(
     from harness.scoring.reannotation import merged_label
 
     assert merged_label(per_model, original) == label
+
+
+# --- the search for an embedded object, its bounds, and the prompt's own objects (mutants the table let pass) ------
+
+
+def test_a_failed_parse_resumes_after_its_failure() -> None:
+    assert read_rating('{"a" oops} and then {"rating": 4}') == Reading(4, None, "embedded")
+
+
+def test_the_search_gives_up_after_max_tries_places() -> None:
+    """docs/variants.md: the search "gives up after 2,000 starts"; an object after that many failed ones is lost."""
+    failed = '{"a" x} '  # a "{" with a key's quote that parses to no object
+    assert read_rating(failed * (MAX_TRIES - 1) + '{"rating": 2}') == Reading(2, None, "embedded")
+    assert read_rating(failed * MAX_TRIES + '{"rating": 2}') == Reading(None, None, "invalid-json")
+
+
+def test_what_deep_brackets_hold_is_skipped_whole() -> None:
+    """Nesting deeper than the json module recurses is passed over to where its brackets close (counted blindly,
+    4,096 characters at a time): an object inside it is not looked for, one after it is."""
+    deep = '{"x": ' + "[" * 10_000 + '{"rating": 5}' + "]" * 10_000 + "}"
+    assert read_rating(deep + ', then {"rating": 2}') == Reading(2, None, "embedded")
+    assert read_rating(deep[:-1] + ' {"rating": 1}') == Reading(None, None, "invalid-json")  # never closes
+    assert read_rating('{"x": ' + "[" * 3000 + '{"rating": 5}') == Reading(None, None, "invalid-json")
+    shallow = '{"x": ' + "[" * 3000 + "]" * 3000 + ', "y": {"rating": 5}} {"rating": 3}'
+    assert read_rating(shallow) == Reading(3, None, "embedded")
+
+
+def test_the_prompts_own_objects_in_order_outer_ones_only() -> None:
+    prompt = 'Reply as {"rating": N}. Examples: {"rating": 4, "justification": "a"} {{"rating": 2} {"n": {"m": 1}}'
+    assert prompt_objects(prompt) == [{"rating": 4, "justification": "a"}, {"rating": 2}, {"n": {"m": 1}}]
+    assert prompt_objects("no object here") == [] and prompt_objects('{"deep": ' + "[" * 5000) == []
+    assert read_rating('{"rating": 4, "justification": "a"}', prompt=prompt) == Reading(None, "a", "echo")
+    assert read_rating('{"rating": 4, "justification": "b"}', prompt=prompt) == Reading(4, "b", "json")
+    assert read_condition('{"improved_condition": "x"}', prompt='{"improved_condition": "x"}').status == "echo"
+
+
+def test_only_json_and_embedded_readings_are_valid() -> None:
+    assert read_rating('{"rating": 3}').valid and read_rating('x {"rating": 3}').valid
+    assert not any(read_rating(r).valid for r in ('{"rating": 9}', "no", '{"rating": 3}'[:-1]))
+
+
+def test_counts_round_their_shares_to_two_places() -> None:
+    c = counts([read_rating('{"rating": 3}'), read_rating('x {"rating": 3}'), read_rating("no")])
+    assert (c["invalid_pct"], c["not_bare_json_pct"]) == (33.33, 66.67)
+    assert counts([read_rating(None, "HTTP 500")])["invalid_pct"] is None

@@ -126,7 +126,7 @@ def test_reannotation_with_rewritten_conditions_end_to_end(
     record = json.loads((tmp_path / "out" / "labels.agreement.json").read_text())
     assert record["ratings"] | {"invalid_pct": None, "not_bare_json_pct": None} == {
         "replies": len(rows) * REPEATS, "json": len(rows) * REPEATS - 6, "embedded": 1, "invalid-json": 4,
-        "bad-field": 1, "echo": 0, "error": 0, "invalid_pct": None, "not_bare_json_pct": None,
+        "bad-field": 1, "unencodable": 0, "echo": 0, "error": 0, "invalid_pct": None, "not_bare_json_pct": None,
     }  # fmt: skip
     assert record["ratings"]["invalid_pct"] == round(100 * 5 / (len(rows) * REPEATS), 2)
     assert record["conditions"]["invalid-json"] == 1 and record["conditions"]["bad-field"] == 1

@@ -23,7 +23,7 @@ import httpx2
 from anthropic import AsyncAnthropic
 
 from harness.calling.backends import described
-from harness.calling.backends.base import MalformedReply, usage_count
+from harness.calling.backends.base import MalformedReply, NotAnAnswer, usage_count
 from harness.calling.backends.provider import HTTPBackend
 from harness.calling.backends.thinking import thinking_for
 from harness.scoring.constrained import json_schema
@@ -120,12 +120,16 @@ class AnthropicBackend(HTTPBackend):
 
     def completion_from(self, request_id: str, data: Any, limits: RateLimit | None = None) -> Completion:
         """A Messages reply's JSON as a Completion, whether it came one by one or in a batch's results."""
-        content = data.get("content") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or "content" not in data:
+            raise NotAnAnswer("no content")
+        content = data["content"]
+        if content is None:  # as OpenAI's content null without a refusal: retried (docs/backends.md)
+            raise MalformedReply("malformed reply: content null")
         if not isinstance(content, list):
-            raise MalformedReply("malformed reply: no content")
+            raise NotAnAnswer("content is not a list")
         parts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
         if not all(isinstance(t, str) for t in parts):
-            raise MalformedReply("malformed reply: a text block without text")
+            raise NotAnAnswer("a text block without text")
         text = "".join(parts)  # type: ignore[arg-type]
         thought = thinking_of(content)
         if self.constrain is not None:

@@ -132,6 +132,11 @@ class MalformedReply(RetryableError):
     retried a few times (dispatch's MALFORMED_TRIES), never cached, never the whole run's."""
 
 
+class NotAnAnswer(ValueError):
+    """A 200 reply whose JSON is not an answer's shape (a list, an object without `choices`): kept as a malformed
+    answer (reading.py), cached, never bought again; the server did answer, with something no rule reads."""
+
+
 class PermanentError(Exception):
     """A failure that another try would repeat. `fatal`: every request would fail (401/403/404, or a 400 that
     names the request's shape), so the run stops. Otherwise it is this request's error, named by `kind`

@@ -21,7 +21,7 @@ import openai
 from openai import AsyncOpenAI
 
 from harness.calling.backends import described
-from harness.calling.backends.base import MalformedReply, PermanentError, usage_count
+from harness.calling.backends.base import MalformedReply, NotAnAnswer, PermanentError, usage_count
 from harness.calling.backends.http import Route
 from harness.calling.backends.http_errors import ErrorReply
 from harness.calling.backends.openai_logprobs import logprob_fields, score_probs_from
@@ -171,21 +171,21 @@ class OpenAIBackend(HTTPBackend):
         fields a Completion needs are read; anything else in the reply is ignored, as the SDK ignored it."""
         choices = data.get("choices") if isinstance(data, dict) else None
         if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
-            raise MalformedReply("malformed reply: no choices")
+            raise NotAnAnswer("no choices")
         choice = choices[0]
         finish = choice.get("finish_reason")
         refusal = None
         if self.chat:
             message = choice.get("message")
             if not isinstance(message, dict):
-                raise MalformedReply("malformed reply: a choice without a message")
+                raise NotAnAnswer("a choice without a message")
             text, refusal = message.get("content"), message.get("refusal")
             thought = reasoning_of(message)
         else:
             text = choice.get("text")
             thought = reasoning_of(choice)
         if not isinstance(text, str | None) or not isinstance(refusal, str | None):
-            raise MalformedReply("malformed reply: the text is not a string")
+            raise NotAnAnswer("the text is not a string")
         # --scoring expected: read at the answer's first token, never a thought's (openai_logprobs.py)
         probs = score_probs_from(choice, text, thought) if self.expected else None
         if refusal is not None:  # the model declined: an answer (scored invalid), its words kept

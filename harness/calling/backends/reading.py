@@ -6,6 +6,13 @@ delivery, not an answer. Anything else that fails once the JSON is in hand (a ne
 number no float holds, a field no rule foresaw) is not an exception that turns the paid answer into an uncached
 error, bought again by every rerun: the reply becomes a Completion marked `malformed` with a reason code, its body
 kept as received in `raw` (key redacted, capped), cached like any answer and scored invalid (reason "malformed").
+That includes JSON of no answer's shape (a list, an object without `choices`: base.py NotAnAnswer).
+
+One 200 is no answer: a gateway's error report, `{"error": {...}}` with no answer beside it. OpenRouter documents
+that once the model has started, an error comes with status 200 and the status it stands for in `error.code` (502:
+the model is down, 429, 408); no answer was made, so none is kept. It is read as that status would be (base.py
+`status_error`: 408/429/5xx retried, a 4xx this request's error or the run's); without a status, as an unreadable
+reply (retried a few times, then that request's error, never cached).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from harness.calling.backends.base import MalformedReply, clean_reply
+from harness.calling.backends.base import MalformedReply, PermanentError, RetryableError, clean_reply, status_error
 from harness.calling.redaction import Secrets, redact
 from harness.types import Completion, RateLimit
 
@@ -40,12 +47,32 @@ def read_reply(request_id: str, reply: Received, key: Secrets, interpret: Callab
         return malformed(request_id, content, limits, key, TOO_DEEP, "JSON nested deeper than the decoder reads")
     except ValueError as e:  # not JSON, or not UTF-8 (UnicodeDecodeError is a ValueError)
         raise MalformedReply(f"malformed reply: {redact(str(e), key)[:200]}") from None
+    reported = reported_error(data, key)
+    if reported is not None:
+        raise reported
     try:
         return interpret(data)
     except MalformedReply:
         raise
     except Exception as e:  # a paid answer is kept whatever reading it did, never an "unexpected" error
         return unreadable(request_id, content, key, e, limits)
+
+
+def reported_error(data: Any, key: Secrets) -> RetryableError | PermanentError | None:
+    """The error a gateway reported in a 200 reply instead of an answer (module docstring), or None: a JSON object
+    with a non-empty `error` and no answer (`choices`, Anthropic's `content`); its status from `error.code` or
+    `error.status`, an integer 400-599."""
+    if not isinstance(data, dict) or not data.get("error") or data.get("choices") or data.get("content"):
+        return None
+    inner = data["error"]
+    fields = inner if isinstance(inner, dict) else {}
+    said = fields.get("message")
+    message = said if isinstance(said, str) else json.dumps(inner, default=str)
+    message = f"{redact(message, key)[:300]} (an error sent with status 200)"
+    status = next((v for v in (fields.get("code"), fields.get("status")) if type(v) is int and 400 <= v <= 599), None)
+    if status is None:
+        return MalformedReply(f"malformed reply: {message}")
+    return status_error(status, message, {})
 
 
 def unreadable(

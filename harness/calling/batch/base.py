@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from harness.calling.backends.base import MalformedReply, PermanentError, RetryableError
-from harness.calling.backends.reading import unreadable
+from harness.calling.backends.reading import reported_error, unreadable
 from harness.calling.options import RetryPolicy
 from harness.calling.redaction import redact
 from harness.types import Completion, HarnessError
@@ -101,6 +101,9 @@ class BatchProvider:
     def answer(self, key: str, reply: object) -> Outcome:
         """One result's reply, read as the one-by-one path reads it; a paid answer is kept whatever reading it did
         (backends/reading.py), an unreadable one as a malformed answer."""
+        reported = reported_error(reply, self.key)  # a gateway's error in a 200: no answer, none kept
+        if reported is not None:
+            return Outcome(key, None, str(reported))
         try:
             return Outcome(key, self.backend.completion_from(key, reply))
         except (MalformedReply, PermanentError) as e:
