@@ -25,12 +25,13 @@ class Example:
 class Dataset:
     """A loaded split with the pool its shots come from and the facts needed to score it."""
 
-    name: str  # "csts" | "stsb"
+    name: str  # "csts" | "stsb" | a user's dataset file's name (harness/datasets/__init__.py)
     split: str
     examples: tuple[Example, ...]
     pool: tuple[Example, ...]  # few-shot pool (the train split)
     label_range: tuple[float, float]
     file_hashes: dict[str, str] = field(default_factory=dict, compare=False)
+    conditions: bool = False  # its items carry a condition (its description's `conditions`)
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,12 @@ class RunConfig:
         "{listed} (default: implied by the model name; with --base-url an unknown name means openai)",
         listed="harness.calling.backends:BACKENDS",
     )
-    dataset: str = option("csts", "dataset to evaluate", choices="harness.datasets.load:SPLITS", grid=True)
+    dataset: str = option(
+        "csts",
+        "dataset to evaluate: {listed}, or a dataset file of your own (FILE.toml: docs/extending.md)",
+        listed="harness.datasets:DATASETS",
+        grid=True,
+    )
     split: str = option("validation", "validation, test (C-STS: writes the submission) or train")
     shots: int = option(
         0, "in-context examples k (C-STS: k/2 sentence pairs, both conditions)", grid=True, check=at_least(0)

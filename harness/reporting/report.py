@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.datasets.files import run_description
 from harness.reporting.integrity import flag, load_readable, note
 from harness.reporting.paper_settings import matched, run_settings
 from harness.reporting.published import Published, load_published, match, not_comparable
@@ -34,8 +35,9 @@ FALLBACK_SEEDS = 20
 
 
 def groups_of(run: Run, samples: Sequence[Scored]) -> list[str] | None:
-    """Bootstrap clusters: C-STS sentence pairs (both conditions together); STS-B items on their own."""
-    if run.config["dataset"] != "csts":
+    """Bootstrap clusters: a dataset with conditions (C-STS) resamples sentence pairs (both conditions together);
+    one without (STS-B) items on their own."""
+    if not run_description(run.config).conditions:
         return None
     # Runs written before samples carried `pair`: the release lists both conditions of a pair as rows 2i, 2i+1.
     return [s.pair if s.pair is not None else str(int(s.id) // 2) for s in samples]

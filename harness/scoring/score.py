@@ -59,7 +59,7 @@ def score(
     and one with a number in another shape gets the reason code "off-format".
     """
     parse = parse_constrained if constrained else parse_score
-    pairs = pair_ids(prep.dataset.examples) if prep.dataset.name == "csts" else {}
+    pairs = pair_ids(prep.dataset.examples) if prep.dataset.conditions else {}
     label_range = prep.dataset.label_range
     parsed_already = parsed_already or {}
     out = []

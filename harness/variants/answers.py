@@ -19,6 +19,7 @@ from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import price_of, usage
 from harness.config.paper import PAPER
 from harness.config.settings import RunConfig
+from harness.datasets.files import describe_dataset
 from harness.inputs import read_bytes, read_text
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer, template_name
@@ -228,7 +229,7 @@ def template_or(config: RunConfig, default: str) -> str:
     """A qa variant's template: --template's choice of the prompting templates, else `default` (--template paper:
     the paper's, Tu et al.'s Figure 9 / 7, is ours)."""
     if config.template not in (None, PAPER):
-        return template_name(config.dataset, config.instr, config.template)
+        return template_name(describe_dataset(config.dataset).templates, config.instr, config.template)
     return default
 
 

@@ -16,6 +16,7 @@ from harness.calling.estimate import Step, dry_run_estimate
 from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import Price, usage
 from harness.config.settings import RunConfig
+from harness.datasets.files import describe_dataset
 from harness.datasets.load import load_dataset, pair_ids
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer, template_name
@@ -43,17 +44,18 @@ def check(config: RunConfig) -> None:
     e = config.embed
     if e.setting is not None and e.setting not in SETTINGS:
         raise HarnessError(f"unknown --case-setting {e.setting!r}; choose from {', '.join(SETTINGS)}")
-    if e.setting not in (None, "plain") and config.dataset != "csts":
-        raise HarnessError(f"--case-setting {e.setting} needs conditions: STS-B has only `plain`")
+    if e.setting not in (None, "plain") and not describe_dataset(config.dataset).conditions:
+        raise HarnessError(f"--case-setting {e.setting} needs conditions: {config.dataset} has only `plain`")
     if e.inputs not in INPUT_STYLES:
         raise HarnessError(f"unknown --case-inputs {e.inputs!r}; choose from {', '.join(INPUT_STYLES)}")
     if e.ffn not in FFN_CHOICES:
         raise HarnessError(f"unknown --case-ffn {e.ffn!r}; choose from {', '.join(FFN_CHOICES)}")
     if e.ffn_dim < 1 or e.ffn_epochs < 1:
         raise HarnessError("--case-ffn-dim and --case-ffn-epochs must be at least 1")
-    if e.ffn != "none" and (config.dataset != "csts" or config.split == "train"):
+    if e.ffn != "none" and (not describe_dataset(config.dataset).conditions or config.split == "train"):
         raise HarnessError(
-            "--case-ffn trains on the C-STS train split: use --dataset csts with --split validation or test"
+            "--case-ffn trains on the train split of a dataset with conditions (C-STS): use --dataset csts with "
+            "--split validation or test"
         )
 
 
@@ -99,7 +101,7 @@ def scored(
 ) -> list[Scored]:
     """One sample per query: the cosine of its two vectors in `setting`, or the embedding error."""
     # C-STS: the bootstrap's clusters (both conditions of a sentence pair), as every run; STS-B: none
-    pairs = pair_ids(prep.dataset.examples) if prep.dataset.name == "csts" else {}
+    pairs = pair_ids(prep.dataset.examples) if prep.dataset.conditions else {}
     out = []
     for q in prep.queries:
         s1, s2 = sides(q, style)
@@ -118,14 +120,15 @@ def scored(
 
 
 def template(config: RunConfig) -> str:
-    return template_name(config.dataset, config.instr, config.template)  # recorded only: no prompt is rendered
+    # recorded only: no prompt is rendered
+    return template_name(describe_dataset(config.dataset).templates, config.instr, config.template)
 
 
 def requests(
     config: RunConfig, queries: tuple[Example, ...], shots: tuple[tuple[Example, ...], ...], renderer: PromptRenderer
 ) -> tuple[Request, ...]:
     check(config)
-    return embedding_requests(texts_of(queries, config.embed.inputs, settings_for(config.dataset)))
+    return embedding_requests(texts_of(queries, config.embed.inputs, settings_for(config)))
 
 
 def scoring_backend(config: RunConfig) -> Backend:
@@ -146,7 +149,7 @@ def identity(config: RunConfig, prep: Prepared) -> dict[str, Any]:
     case: dict[str, Any] = {
         "setting": primary_setting(config),
         "inputs": e.inputs,
-        "settings": settings_for(config.dataset),
+        "settings": settings_for(config),
     }
     case["instructions_hash"] = hashlib.sha256("\n".join(instructions).encode()).hexdigest()[:16]
     if e.ffn != "none":
@@ -160,7 +163,7 @@ def run_label(prep: Prepared) -> str:
 
 def _ffn_splits(config: RunConfig) -> tuple[Dataset, Dataset]:
     data = (config.data_dir, config.archive, config.password_file)
-    return load_dataset("csts", "train", *data), load_dataset("csts", "validation", *data)
+    return load_dataset(config.dataset, "train", *data), load_dataset(config.dataset, "validation", *data)
 
 
 def dry_run(config: RunConfig, prep: Prepared, price: Price | None) -> tuple[list[Scored], dict[str, Any]]:
@@ -187,7 +190,7 @@ def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price |
     case: dict[str, Any] = {"setting": primary, "inputs": style}
     case["settings"] = {
         s: setting_metrics(scored(prep, style, s, vectors, errors), pairs_of(prep.queries, style, s, vectors)[1])
-        for s in settings_for(config.dataset)
+        for s in settings_for(config)
     }
     files: dict[str, str | bytes] = {}
     if splits is not None:

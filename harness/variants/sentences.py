@@ -13,6 +13,7 @@ from harness.calling.estimate import Step, dry_run_estimate
 from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import Price, usage
 from harness.config.settings import RunConfig
+from harness.datasets.files import describe_dataset
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer, template_name
 from harness.scoring.constrained import parse_constrained
@@ -24,7 +25,7 @@ from harness.variants.base import Outcome
 
 
 def template(config: RunConfig) -> str:
-    return template_name(config.dataset, config.instr, config.template, config.model)
+    return template_name(describe_dataset(config.dataset).templates, config.instr, config.template, config.model)
 
 
 def requests(

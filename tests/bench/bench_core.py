@@ -37,7 +37,7 @@ def one_pass(archive: Path, password: Path, k: int) -> dict[str, float]:
     t["load (decrypt + parse CSV)"] = time.process_time() - c
 
     c = time.process_time()
-    picker = ShotPicker("csts", ds.pool, seed=0)
+    picker = ShotPicker("csts", ds.pool, seed=0, paired=True)
     shots = [picker.pick(q, k) for q in ds.examples]
     t["shot selection"] = time.process_time() - c
 

@@ -97,8 +97,8 @@ def test_dry_run_prices_every_distinct_text_and_max_cost_stops_sending(csts_dir:
         (("--case-setting", "cond-x"), "unknown --case-setting 'cond-x'"),
         (("--case-inputs", "prose"), "unknown --case-inputs 'prose'"),
         (("--case-ffn", "deep"), "unknown --case-ffn 'deep'"),
-        (("--dataset", "stsb", "--case-setting", "cond-c"), "STS-B has only `plain`"),
-        (("--dataset", "stsb", "--case-ffn", "linear"), "trains on the C-STS train split"),
+        (("--dataset", "stsb", "--case-setting", "cond-c"), "stsb has only `plain`"),
+        (("--dataset", "stsb", "--case-ffn", "linear"), "trains on the train split of a dataset with conditions"),
         (("--variant", "sentences", "--case-ffn", "linear"), "belong to --variant case"),
     ],
 )

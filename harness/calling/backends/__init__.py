@@ -172,10 +172,10 @@ def constrain_scale(config: RunConfig) -> tuple[int, ...] | None:
     """--constrain: the integers of the dataset's label scale the answer is forced into; None without it."""
     if config.constrain is None:
         return None
-    from harness.datasets.load import LABEL_RANGES  # here: the data's decryption stays out of `--help`
+    from harness.datasets.files import describe_dataset
     from harness.scoring.constrained import scale_values
 
-    return scale_values(LABEL_RANGES[config.dataset])
+    return scale_values(describe_dataset(config.dataset).label_range)
 
 
 def decoding(config: RunConfig) -> Decoding:
