@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.datasets import DATASETS
 from harness.reporting.published import OTHER_SPLITS, SPLIT_SIZES, load_published, match, not_comparable
 from harness.types import HarnessError
 
@@ -52,6 +53,11 @@ def test_a_dry_run_is_never_comparable() -> None:
 def test_every_published_setting_has_a_known_split_size() -> None:
     for p in load_published():
         assert (p.dataset, p.split, p.labels) in SPLIT_SIZES | OTHER_SPLITS, p
+
+
+def test_the_datasets_with_published_numbers_are_those_the_table_says() -> None:
+    """DATASETS' `published` (harness/datasets/__init__.py) is what paper_results.csv holds, no more, no less."""
+    assert {p.dataset for p in load_published()} == {name for name, d in DATASETS.items() if d.published}
 
 
 def test_open_models_were_sent_raw_text() -> None:
