@@ -144,7 +144,7 @@ def load_csts(description: Description, split: str, source: Source, cache: LoadC
     examples = rows(split)
     pool = examples if split == "train" else rows("train")
     hashes = {name: sha256(files[name]) for name in sorted(needed)}
-    return Dataset("csts", split, examples, pool, description.label_range, hashes, conditions=True)
+    return Dataset("csts", split, examples, pool, description.label_range, hashes, description.conditions)
 
 
 def load_stsb(description: Description, split: str, source: Source, cache: LoadCache | None) -> Dataset:

@@ -24,9 +24,7 @@ from harness.types import Dataset, Example, HarnessError, Request, Scored
 from harness.variants.base import Outcome
 from harness.variants.case_inputs import (
     COND_GIVEN_SENT,
-    INPUT_STYLES,
     SENT_GIVEN_COND,
-    SETTINGS,
     UNCONDITIONAL,
     needed,
     primary_setting,
@@ -36,22 +34,13 @@ from harness.variants.case_inputs import (
     vector_texts,
 )
 
-FFN_CHOICES = ("none", "linear", "nonlinear")
-
 
 def check(config: RunConfig) -> None:
-    """The embedding options' values and what they need; one line, before any work."""
+    """What the embedding options need of the data, one line, before any work (their values are checked where they
+    are declared: harness/config/sections.py EmbedOptions)."""
     e = config.embed
-    if e.setting is not None and e.setting not in SETTINGS:
-        raise HarnessError(f"unknown --case-setting {e.setting!r}; choose from {', '.join(SETTINGS)}")
     if e.setting not in (None, "plain") and not describe_dataset(config.dataset).conditions:
         raise HarnessError(f"--case-setting {e.setting} needs conditions: {config.dataset} has only `plain`")
-    if e.inputs not in INPUT_STYLES:
-        raise HarnessError(f"unknown --case-inputs {e.inputs!r}; choose from {', '.join(INPUT_STYLES)}")
-    if e.ffn not in FFN_CHOICES:
-        raise HarnessError(f"unknown --case-ffn {e.ffn!r}; choose from {', '.join(FFN_CHOICES)}")
-    if e.ffn_dim < 1 or e.ffn_epochs < 1:
-        raise HarnessError("--case-ffn-dim and --case-ffn-epochs must be at least 1")
     if e.ffn != "none" and (not describe_dataset(config.dataset).conditions or config.split == "train"):
         raise HarnessError(
             "--case-ffn trains on the train split of a dataset with conditions (C-STS): use --dataset csts with "

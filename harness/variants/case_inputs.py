@@ -23,13 +23,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.config.sections import CASE_SETTINGS
 from harness.config.settings import RunConfig
 from harness.datasets.files import describe_dataset
 from harness.types import Example
 
-TABLE1_SETTINGS = ("cond-c", "cond", "sent-c", "sent")  # Zhang et al. 2025, Table 1
-SETTINGS = (*TABLE1_SETTINGS, "plain")
-INPUT_STYLES = ("instruct", "concat")
+SETTINGS = CASE_SETTINGS  # as --case-setting declares them (harness/config/sections.py)
+TABLE1_SETTINGS = tuple(s for s in SETTINGS if s != "plain")  # Zhang et al. 2025, Table 1
 
 # Zhang et al. 2025, §3.1: I(s), and I(∅) for the condition's own embedding.
 COND_GIVEN_SENT = "Retrieve semantically similar texts to a given Condition, given the Sentence : {s}"
