@@ -98,10 +98,9 @@ def scored(
         got = side_vectors(q, style, setting, vectors)
         if isinstance(got, str):
             error = f"no embedding: {errors.get(got, 'not embedded')}"
-            out.append(Scored(q.id, prompt, (), None, None, False, None, q.label, error, pairs.get(q.id), "error"))
+            out.append(Scored.cosine(q.id, prompt, q.label, pairs.get(q.id), None, error))
             continue
-        sim = cosine(*got)
-        out.append(Scored(q.id, prompt, (), f"{sim:.6f}", sim, True, sim, q.label, None, pairs.get(q.id), "number"))
+        out.append(Scored.cosine(q.id, prompt, q.label, pairs.get(q.id), cosine(*got)))
     return out
 
 

@@ -61,7 +61,16 @@ def one_pass(archive: Path, password: Path, k: int) -> dict[str, float]:
         parsed = parse_score(texts[r.id])
         pred = parsed if parsed is not None else fallback_score(0, q.id, ds.label_range)
         scored.append(
-            Scored(q.id, r.prompt, tuple(x.id for x in s), texts[r.id], parsed, parsed is not None, pred, q.label)
+            Scored(
+                id=q.id,
+                prompt=r.prompt,
+                shot_ids=tuple(x.id for x in s),
+                output=texts[r.id],
+                parsed=parsed,
+                valid=parsed is not None,
+                prediction=pred,
+                label=q.label,
+            )
         )
     t["parse + fallback"] = time.process_time() - c
 
