@@ -12,9 +12,9 @@ from typing import Any
 from harness.calling.backends.base import Backend
 from harness.calling.pricing import Price, price_of
 from harness.config.settings import RunConfig
-from harness.datasets.files import describe_dataset, file_record
+from harness.datasets.choose import describe_dataset, file_record, load_dataset
+from harness.datasets.description import LoadCache
 from harness.datasets.labels import apply_label_set, label_set_name, take_subset
-from harness.datasets.load import LoadCache, load_dataset
 from harness.prompting.fewshot import ReferencePicker, ShotPicker, make_picker
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer

@@ -103,8 +103,7 @@ def cmd_data_report(argv: Sequence[str]) -> int:
     import os
 
     from harness.datasets import DATASETS
-    from harness.datasets.files import describe_dataset
-    from harness.datasets.load import load_dataset
+    from harness.datasets.choose import describe_dataset, load_dataset
     from harness.reporting.datasets import csts_label_agreement, split_summary, to_markdown
     from harness.results.write import write_atomic
 
@@ -167,8 +166,7 @@ def overlap_parser() -> Parser:
 
 
 def cmd_overlap(argv: Sequence[str]) -> int:
-    from harness.datasets.files import dataset_name
-    from harness.datasets.load import load_dataset
+    from harness.datasets.choose import dataset_name, load_dataset
     from harness.datasets.overlap import format_overlap, overlap
 
     a = overlap_parser().parse_args(argv)

@@ -32,40 +32,17 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.datasets import DATASETS, DatasetFile, Description
+from harness.datasets.description import DatasetFile, Description, Source
 from harness.datasets.rows import check_fields, csv_header, csv_rows, decode, label_value, sha256
 from harness.inputs import check_regular, read_bytes
 from harness.types import Dataset, Example, HarnessError
 
-Source = tuple[Path | None, Path | None, Path | None]  # (data_dir, archive, password_file) of a load
 KEYS = ("name", "labels", "templates", "private", "splits", "columns")
 FIELDS = ("sentence1", "sentence2", "label", "condition")  # condition: only when mapped
 FORMATS = {".csv": ",", ".tsv": "\t", ".jsonl": None}
 BUNDLED_TEMPLATES = {"csts": True, "stsb": False}  # the folders of templates/ -> whether they show a condition
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _read: dict[tuple[Path, int, int], Description] = {}  # (file, mtime, size) -> its description
-
-
-def is_dataset_file(value: str) -> bool:
-    """Whether a --dataset value names a user's dataset file rather than a shipped dataset."""
-    return value.endswith(".toml")
-
-
-def describe_dataset(value: str) -> Description:
-    """The description of a --dataset value: a line of DATASETS, or the user's dataset file it names."""
-    if value in DATASETS:
-        return DATASETS[value]
-    if is_dataset_file(value):
-        return read_dataset_file(Path(value))
-    raise HarnessError(
-        f"unknown dataset {value!r}; choose from {', '.join(DATASETS)}, or a dataset file (.toml: docs/extending.md)"
-    )
-
-
-def dataset_name(value: str) -> str:
-    """The name a --dataset value goes by in run ids and config.json: the table's key or the file's `name`."""
-    described = describe_dataset(value)
-    return described.file.name if described.file else value
 
 
 def read_dataset_file(path: Path) -> Description:
@@ -88,9 +65,8 @@ def _parse(path: Path, data: bytes) -> Description:
     if unknown:
         raise HarnessError(f"{where}: unknown key(s) {', '.join(unknown)}; it takes {', '.join(KEYS)}")
     name = _text(table, "name", where, path.stem)
-    if not _NAME.fullmatch(name) or name in DATASETS:
-        shipped = f"not a shipped dataset's ({', '.join(DATASETS)})"
-        raise HarnessError(f"{where}: name {name!r} must be letters, digits, '.', '_' or '-', and {shipped}")
+    if not _NAME.fullmatch(name):
+        raise HarnessError(f"{where}: name {name!r} must be letters, digits, '.', '_' or '-'")
     lo, hi = _labels(table.get("labels"), where)
     splits = _splits(table.get("splits"), path, where)
     columns = _columns(table.get("columns", {}), where)
@@ -214,37 +190,3 @@ def _jsonl(text: str, path: Path) -> Iterator[tuple[str, dict[str, str]]]:
             raise HarnessError(f"{where}: not a JSON object")
         # Texts are strings; a label may be a JSON number. Anything else is not read (label_value refuses it).
         yield where, {k: v if isinstance(v, str) else json.dumps(v) for k, v in record.items()}
-
-
-def run_description(config: Mapping[str, Any]) -> Description:
-    """The description of a recorded run's dataset (its config.json): the table's line, or what the run recorded
-    of the user's dataset file (which may not be here). A record that says nothing is taken as private text
-    without conditions."""
-    name = config.get("dataset")
-    if isinstance(name, str) and name in DATASETS:
-        return DATASETS[name]
-    recorded = config.get("dataset_file")
-    recorded = recorded if isinstance(recorded, dict) else {}
-    return Description(
-        "",
-        str(name),
-        (),
-        (0.0, 0.0),
-        conditions=recorded.get("conditions") is True,
-        templates="",
-        private=recorded.get("private") is not False,
-    )
-
-
-def file_record(description: Description) -> dict[str, Any]:
-    """What config.json records of a user's dataset file (`dataset_file`): enough for a report elsewhere."""
-    file = description.file
-    assert file is not None
-    return {
-        "path": str(file.path),
-        "sha256": file.sha256,
-        "conditions": description.conditions,
-        "private": description.private,
-        "templates": description.templates,
-        "columns": dict(file.columns),
-    }

@@ -1,18 +1,15 @@
-"""Load C-STS (a directory of CSVs or the encrypted release), the bundled STS-B and a user's dataset file into
-Examples, each by the loader its description names (harness/datasets/__init__.py DATASETS)."""
+"""Load C-STS (a directory of CSVs or the encrypted release) and the bundled STS-B into Examples: the loaders their
+lines of DATASETS name (harness/datasets/__init__.py; harness/datasets/choose.py calls them)."""
 
 from __future__ import annotations
 
 import csv
-import importlib
 import io
 import os
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
 
-from harness.datasets import DATASETS, Description
-from harness.datasets.files import Source, dataset_name, describe_dataset
+from harness.datasets.description import Description, LoadCache, Source
 from harness.datasets.release import OBTAIN_HINT, SPLIT_FILES, decrypt_release, read_password
 from harness.datasets.rows import check_fields, csv_header, csv_rows, decode, label_value, sha256
 from harness.inputs import read_bytes
@@ -24,8 +21,9 @@ STSB_DIR = Path(__file__).parents[1] / "data" / "stsb"
 _STSB_FILES = {"train": "train.tsv", "validation": "dev.tsv"}
 
 
-def parse_csts_csv(data: bytes, source: str, split: str) -> tuple[Example, ...]:
-    """Rows of one C-STS split; a missing condition is empty text, as in the reference code."""
+def parse_csts_csv(data: bytes, source: str, split: str, label_range: tuple[float, float]) -> tuple[Example, ...]:
+    """Rows of one C-STS split (labels on `label_range`: DATASETS' line); a missing condition is empty text, as in
+    the reference code."""
     text = decode(data, source)
     reader = csv.DictReader(io.StringIO(text, newline=""))
     header = csv_header(reader, source)
@@ -44,14 +42,14 @@ def parse_csts_csv(data: bytes, source: str, split: str) -> tuple[Example, ...]:
         s1, s2 = row["sentence1"], row["sentence2"]
         if not s1.strip() or not s2.strip():
             raise HarnessError(f"{where}: empty sentence")
-        label = label_value(row["label"].strip(), where, DATASETS["csts"].label_range, hidden_ok=split == "test")
+        label = label_value(row["label"].strip(), where, label_range, hidden_ok=split == "test")
         examples.append(Example(str(i), s1, s2, row["condition"] or "", label))
     if not examples:
         raise HarnessError(f"{source} has a header but no rows")
     return tuple(examples)
 
 
-def parse_stsb_tsv(data: bytes, source: str) -> tuple[Example, ...]:
+def parse_stsb_tsv(data: bytes, source: str, label_range: tuple[float, float]) -> tuple[Example, ...]:
     """GLUE STS-B rows; quotes are literal text in this format, so quoting is off."""
     text = decode(data, source)
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
@@ -67,22 +65,11 @@ def parse_stsb_tsv(data: bytes, source: str) -> tuple[Example, ...]:
         check_fields(row, header, where, "a tab in a text?")  # type: ignore[arg-type]
         if not row["sentence1"].strip() or not row["sentence2"].strip():
             raise HarnessError(f"{where}: empty sentence")
-        label = label_value(row["score"], where, DATASETS["stsb"].label_range, hidden_ok=False)
+        label = label_value(row["score"], where, label_range, hidden_ok=False)
         examples.append(Example(str(i), row["sentence1"], row["sentence2"], "", label))
     if not examples:
         raise HarnessError(f"{source} has a header but no rows")
     return tuple(examples)
-
-
-@dataclass
-class LoadCache:
-    """What loads already read, kept for as long as this object lives: the cells of a sweep share one, so each
-    archive is decrypted and each split file parsed once per sweep, not once per cell. Keyed by the loads' own
-    arguments; a failed load keeps nothing (the next cell fails the same way)."""
-
-    files: dict[Source, tuple[dict[str, bytes], str]] = field(default_factory=dict)
-    splits: dict[tuple[Source, str], tuple[Example, ...]] = field(default_factory=dict)
-    datasets: dict[tuple[str, str, Source], Dataset] = field(default_factory=dict)
 
 
 def read_csts_files(
@@ -136,7 +123,7 @@ def load_csts(description: Description, split: str, source: Source, cache: LoadC
         key = (source, name)
         if cache is not None and key in cache.splits:
             return cache.splits[key]
-        examples = parse_csts_csv(files[f"csts_{name}.csv"], f"{origin}/csts_{name}.csv", name)
+        examples = parse_csts_csv(files[f"csts_{name}.csv"], f"{origin}/csts_{name}.csv", name, description.label_range)
         if cache is not None:
             cache.splits[key] = examples
         return examples
@@ -153,41 +140,10 @@ def load_stsb(description: Description, split: str, source: Source, cache: LoadC
     for s in {"train", split}:
         path = STSB_DIR / _STSB_FILES[s]
         raw[s] = read_bytes(path, "bundled STS-B file")
-    examples = parse_stsb_tsv(raw[split], f"stsb/{_STSB_FILES[split]}")
-    pool = parse_stsb_tsv(raw["train"], "stsb/train.tsv") if split != "train" else examples
+    examples = parse_stsb_tsv(raw[split], f"stsb/{_STSB_FILES[split]}", description.label_range)
+    pool = parse_stsb_tsv(raw["train"], "stsb/train.tsv", description.label_range) if split != "train" else examples
     hashes = {_STSB_FILES[s]: sha256(b) for s, b in sorted(raw.items())}
     return Dataset("stsb", split, examples, pool, description.label_range, hashes)
-
-
-Loader = Callable[[Description, str, Source, "LoadCache | None"], Dataset]
-
-
-def load_dataset(
-    name: str,
-    split: str,
-    data_dir: Path | None = None,
-    archive: Path | None = None,
-    password_file: Path | None = None,
-    cache: LoadCache | None = None,
-) -> Dataset:
-    """One split of a shipped dataset (`name` a key of DATASETS) or of a user's dataset file (`name` its path), by
-    the loader its description names; unknown names and splits are one clear error. With `cache`, a split loaded
-    before with the same arguments is returned as it was (Datasets are immutable)."""
-    description = describe_dataset(name)
-    if split not in description.splits:
-        raise HarnessError(
-            f"dataset {dataset_name(name)} has no split {split!r}; choose from {', '.join(description.splits)}"
-        )
-    source = (data_dir, archive, password_file)
-    key = (name, split, source)
-    if cache is not None and key in cache.datasets:
-        return cache.datasets[key]
-    module, function = description.loader.split(":")
-    loader: Loader = getattr(importlib.import_module(module), function)
-    dataset = loader(description, split, source, cache)
-    if cache is not None:
-        cache.datasets[key] = dataset
-    return dataset
 
 
 def pair_key(example: Example) -> tuple[str, str]:

@@ -12,7 +12,9 @@ import random
 from collections.abc import Sequence
 
 from harness.config.settings import RunConfig
-from harness.datasets.load import LoadCache, load_dataset, pair_key
+from harness.datasets.choose import load_dataset
+from harness.datasets.description import LoadCache
+from harness.datasets.load import pair_key
 from harness.types import Dataset, Example, HarnessError
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.datasets.files import run_description
+from harness.datasets.choose import run_description
 from harness.reporting.integrity import note
 from harness.reporting.report import groups_of, id_order
 from harness.results.manifest import ALTERED

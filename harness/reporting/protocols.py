@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.datasets.files import run_description
+from harness.datasets.choose import run_description
 from harness.reporting.tables import md_table
 from harness.results.read import Run
 from harness.scoring.stats import bootstrap_ci, compare_paired

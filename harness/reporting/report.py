@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.datasets.files import run_description
+from harness.datasets.choose import run_description
 from harness.reporting.integrity import flag, load_readable, note
 from harness.reporting.paper_settings import matched, run_settings
 from harness.reporting.published import Published, load_published, match, not_comparable

@@ -13,7 +13,7 @@ import dataclasses
 import re
 from typing import Any
 
-from harness.datasets.files import run_description
+from harness.datasets.choose import run_description
 from harness.results.read import Run
 
 LEFT_OUT = "[C-STS text left out: shareable report]"

@@ -11,15 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.calling.backends import BACKENDS, backend_for, make_backend
+from harness.calling.backends import BACKENDS
 from harness.calling.backends.base import Backend
+from harness.calling.backends.choose import backend_for, make_backend
 from harness.calling.dispatch import call
 from harness.calling.estimate import Step
 from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import price_of, usage
 from harness.config.paper import PAPER
 from harness.config.settings import RunConfig
-from harness.datasets.files import describe_dataset
+from harness.datasets.choose import describe_dataset
 from harness.inputs import read_bytes, read_text
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer, template_name

@@ -16,8 +16,8 @@ from harness.calling.estimate import Step, dry_run_estimate
 from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import Price, usage
 from harness.config.settings import RunConfig
-from harness.datasets.files import describe_dataset
-from harness.datasets.load import load_dataset, pair_ids
+from harness.datasets.choose import describe_dataset, load_dataset
+from harness.datasets.load import pair_ids
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer, template_name
 from harness.types import Dataset, Example, HarnessError, Request, Scored
@@ -122,7 +122,7 @@ def requests(
 def scoring_backend(config: RunConfig) -> Backend:
     check(config)
     # imported here: the SDK loads only when something is embedded (tests/cli/test_no_sdk.py)
-    from harness.calling.backends.embeddings import make_embedding_backend
+    from harness.calling.backends.choose import make_embedding_backend
 
     return make_embedding_backend(config)
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.config.sections import CASE_SETTINGS
 from harness.config.settings import RunConfig
-from harness.datasets.files import describe_dataset
+from harness.datasets.choose import describe_dataset
 from harness.types import Example
 
 SETTINGS = CASE_SETTINGS  # as --case-setting declares them (harness/config/sections.py)

@@ -94,7 +94,7 @@ def requests(
 
 def scoring_backend(config: RunConfig) -> Backend:
     # imported here: the SDK loads only when something is embedded (tests/cli/test_no_sdk.py)
-    from harness.calling.backends.embeddings import make_embedding_backend
+    from harness.calling.backends.choose import make_embedding_backend
 
     return ready(config, make_embedding_backend(config))
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.calling.backends import backend_name, check_scoring, described
+from harness.calling.backends.choose import backend_name, check_scoring, described
 from harness.calling.validate import check_model, check_think_tags
 from harness.config.settings import EmbedOptions, RunConfig
 from harness.config.validate import validate
-from harness.datasets.files import describe_dataset
+from harness.datasets.choose import describe_dataset
 from harness.types import HarnessError
 from harness.variants import VARIANTS, Description, described_variant
 from harness.variants.answers import answer_config, check_answer_backend, read_answers

@@ -18,7 +18,7 @@ T0 = time.process_time()
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from harness.calling.backends.offline import OverlapScorer  # noqa: E402
-from harness.datasets.load import load_dataset  # noqa: E402
+from harness.datasets.choose import load_dataset  # noqa: E402
 from harness.prompting.fewshot import ShotPicker  # noqa: E402
 from harness.prompting.render import PromptRenderer, template_name  # noqa: E402
 from harness.scoring.metrics import compute_metrics  # noqa: E402

@@ -87,7 +87,7 @@ def test_chat_is_three_way_and_local_backends_keep_reading_it(
     flag: list[str], chat: bool | None, local_chat: bool
 ) -> None:
     """One flag (RunConfig.chat): the local engines' chat template follows it, raw text when not given."""
-    from harness.calling.backends import chat_mode
+    from harness.calling.backends.choose import chat_mode
     from harness.cli.configs import config_from_args
 
     config = config_from_args(run_parser().parse_args(["--model", "x", "--backend", "hf", *flag]))

@@ -20,8 +20,8 @@ import pytest
 from harness.cli.main import main
 from harness.config.settings import RunConfig
 from harness.datasets import DATASETS
-from harness.datasets.files import describe_dataset, run_description
-from harness.datasets.load import load_dataset, pair_key
+from harness.datasets.choose import describe_dataset, load_dataset, run_description
+from harness.datasets.load import pair_key
 from harness.prompting.fewshot import make_picker
 from harness.types import HarnessError
 

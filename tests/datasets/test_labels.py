@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.datasets.choose import load_dataset
 from harness.datasets.labels import apply_label_set, load_reannotated, reannotated_test_ids, take_subset
-from harness.datasets.load import load_dataset
 from harness.reporting.datasets import csts_label_agreement
 from harness.types import Dataset, Example, HarnessError
 from tests.conftest import SHARED_ARCHIVE, SHARED_PASSWORD, requires_shared

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from harness.config.settings import RunConfig
-from harness.datasets.load import load_dataset, pair_key
+from harness.datasets.choose import load_dataset
+from harness.datasets.load import pair_key
 from harness.prompting.fewshot import ShotPicker, make_picker
 from harness.types import Dataset, Example, HarnessError
 from tests.conftest import SHARED_ARCHIVE, SHARED_PASSWORD, requires_shared

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from harness.cli.main import main
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.prompting.fewshot import REFERENCE_SEED, ReferencePicker
 from harness.types import Example
 from tests.conftest import write_synthetic_csts

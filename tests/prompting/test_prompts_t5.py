@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.prompting.fewshot import ShotPicker
 from harness.prompting.render import PromptRenderer, template_name
 from harness.types import Example

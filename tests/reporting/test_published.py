@@ -77,8 +77,8 @@ def test_a_malformed_published_file_is_one_error(tmp_path: Path) -> None:
 
 def test_split_sizes_are_the_data_we_ship_and_the_papers_test_split() -> None:
     """Each size derived from the data itself (C-STS test: Deshpande et al. 2023 Table 1, 4,732 rows)."""
+    from harness.datasets.choose import load_dataset
     from harness.datasets.labels import SUBSET_SPLITS, load_reannotated, reannotated_test_ids
-    from harness.datasets.load import load_dataset
 
     labels = load_reannotated()
     valid = [uid for uid, label in labels.items() if label is not None]

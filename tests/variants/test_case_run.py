@@ -15,7 +15,7 @@ from harness.cli.main import main
 from harness.config.sections import EmbedOptions
 from harness.config.settings import RunConfig
 from harness.config.validate import validate
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.scoring.isotropy import isotropy
 from harness.types import HarnessError
 from harness.variants.case_inputs import TABLE1_SETTINGS, sides, texts_for, vector_texts
