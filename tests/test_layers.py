@@ -152,9 +152,9 @@ KNOWN_LOOPS = {
 )
 def test_no_loop_through_a_tables_strings(table: str) -> None:
     """A table's strings count as imports (they are imported when a run uses the entry): no module a table names
-    leads back to the table (issue 43: backends/__init__.py was the table and the helpers its providers imported
-    back; the helpers are choose.py; the datasets' table, its loaders and its chooser are apart likewise, and the
-report sections' shape is part.py, their building report.py)."""
+        leads back to the table (issue 43: backends/__init__.py was the table and the helpers its providers imported
+        back; the helpers are choose.py; the datasets' table, its loaders and its chooser are apart likewise, and the
+    report sections' shape is part.py, their building report.py)."""
     graph = {m: edges(m, p) for m, p in modules().items() if m != "harness"}
     assert [c for c in cycles_in(graph) if table in c.split(" -> ")] == []
 

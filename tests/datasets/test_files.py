@@ -103,7 +103,11 @@ BAD: list[tuple[str, Callable[[Path], Path], str]] = [
     ("a header and no rows", lambda t: _copy(t, dev_csv="text_a,text_b,score\n"), r"dev.csv has no rows"),
     ("an empty dataset file", lambda t: _copy(t, ""), r"toy.toml: labels must be the scale's two ends"),
     ("an unknown key", lambda t: _copy(t, "scale = 5\n" + TOML), r"unknown key\(s\) scale; it takes name, labels"),
-    ("a shipped name", lambda t: _copy(t, TOML.replace('"toy-sts"', '"stsb"')), r"name 'stsb' is a shipped dataset's \(csts, stsb\)$"),
+    (
+        "a shipped name",
+        lambda t: _copy(t, TOML.replace('"toy-sts"', '"stsb"')),
+        r"name 'stsb' is a shipped dataset's \(csts, stsb\)$",
+    ),
     ("a missing split file", lambda t: _copy(t, TOML.replace("dev.csv", "nope.csv")), r"validation .*does not exist$"),
     (
         "C-STS templates without a condition",
