@@ -13,8 +13,9 @@ from harness.calling.backends.base import Backend
 from harness.calling.pricing import Price, price_of
 from harness.config.keys import identity_settings
 from harness.config.settings import RunConfig
+from harness.datasets.choose import describe_dataset, file_record, load_dataset
+from harness.datasets.description import LoadCache
 from harness.datasets.labels import apply_label_set, label_set_name, take_subset
-from harness.datasets.load import LABEL_RANGES, LoadCache, load_dataset
 from harness.prompting.fewshot import ReferencePicker, ShotPicker, make_picker
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer
@@ -47,10 +48,11 @@ class Shared:
     renderers: dict[tuple[str, str], PromptRenderer] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
 
-    def renderer(self, template: str, dataset: str) -> PromptRenderer:
-        if (template, dataset) not in self.renderers:
-            self.renderers[template, dataset] = PromptRenderer(template, dataset=dataset)
-        return self.renderers[template, dataset]
+    def renderer(self, template: str, folder: str) -> PromptRenderer:
+        """The compiled template; `folder`: the dataset's folder of templates/ (its includes are looked up there)."""
+        if (template, folder) not in self.renderers:
+            self.renderers[template, folder] = PromptRenderer(template, dataset=folder)
+        return self.renderers[template, folder]
 
     def picker(self, config: RunConfig, as_filed: Dataset) -> ShotPicker | ReferencePicker:
         """The shot sampler of this dataset, split, data, sampler and seed, made once (a sweep's cells vary only the
@@ -78,7 +80,7 @@ def prepare(config: RunConfig, shared: Shared | None = None) -> Prepared:
     `shared`: what earlier cells of the same sweep loaded, drew and compiled. The config is checked (`plan`)."""
     shared = shared or Shared()
     variant = variant_of(config)
-    renderer = shared.renderer(variant.template(config), config.dataset)
+    renderer = shared.renderer(variant.template(config), describe_dataset(config.dataset).templates)
     data = (config.data_dir, config.archive, config.password_file)
     dataset = load_dataset(config.dataset, config.split, *data, cache=shared.data)
     as_filed = dataset
@@ -103,9 +105,10 @@ def config_record(
     whole = prep.whole or prep  # a --shard part is identified as the whole run plus its part
     identity = {
         # Every REQUEST, READING or ITEMS setting not at its default, from the declarations' marks (config/keys.py);
-        # the entries after it say some of them as resolved for this run (the template's file, the backend ...).
+        # the entries after it say some of them as resolved for this run (the dataset's name, the template's file,
+        # the backend ...; a dataset file's content is in data_hashes).
         **identity_settings(config),
-        "dataset": config.dataset,
+        "dataset": prep.dataset.name,
         "split": config.split,
         "model": config.model,
         "backend": backend.name if backend else config.backend,
@@ -137,6 +140,7 @@ def config_record(
         "config_hash": config_hash,
         **part,
         "label_range": list(variant_of(config).score_range(prep.dataset)),
+        **_dataset_file(config.dataset),
         "n_queries": len(prep.queries),
         **(shared or Shared()).versions(),  # packages, git
     }
@@ -183,7 +187,7 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
     prompt_name = variant_of(config).run_label(planned.prep)
     part = f"-part{config.shard[0]}of{config.shard[1]}" if config.shard is not None else ""
     name = config.run_id or make_run_id(
-        config.dataset, _split_label(config), config.model, config.shots, prompt_name + part
+        planned.prep.dataset.name, _split_label(config), config.model, config.shots, prompt_name + part
     )
     # Claimed before the first request: a results folder that cannot be written, or a --run-id in use,
     # fails here, with nothing sent; two runs started together get different folders.
@@ -222,7 +226,7 @@ def _run_claimed(config: RunConfig, planned: Planned, claimed: Claim) -> RunResu
     metrics |= expected_metrics(samples, config.scoring == "expected")
     metrics |= outcome.metrics  # usage, cache, dispatch (and the qa variants' answers)
     predictions = None
-    if config.dataset == "csts" and config.split == "test":
+    if prep.dataset.name == "csts" and config.split == "test":  # C-STS's leaderboard format
         predictions = _submission(samples, len(prep.dataset.examples))
         metrics["submission"] = (
             "test_predictions.json"
@@ -257,8 +261,13 @@ def shots_hash(prep: Prepared) -> str:
 
 def _check_dataset(dataset: str) -> None:
     """Before a backend is built (a dry run meets an unknown dataset when it loads the data)."""
-    if dataset not in LABEL_RANGES:
-        raise HarnessError(f"unknown dataset {dataset!r}; choose from {', '.join(LABEL_RANGES)}")
+    describe_dataset(dataset)
+
+
+def _dataset_file(dataset: str) -> dict[str, Any]:
+    """config.json's record of a user's dataset file (its hash is also in data_hashes, so in the identity)."""
+    described = describe_dataset(dataset)
+    return {"dataset_file": file_record(described)} if described.file else {}
 
 
 def _submission(samples: list[Scored], n_split: int) -> dict[str, float] | None:

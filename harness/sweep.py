@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.calling.estimate import dry_run_cost
 from harness.config.settings import RunConfig
+from harness.datasets.choose import describe_dataset
 from harness.results.claims import claim
 from harness.results.read import Run, finished_runs, written_run
 from harness.results.stage import staged
@@ -78,6 +79,8 @@ def _run_sweep(
     # Planning every cell up front catches a bad template, split or model before any request is sent. The
     # cells share their data (decrypted and parsed once), shot draws, templates and provenance.
     shared = Shared()
+    for dataset in dict.fromkeys(c.dataset for c in configs):  # every --dataset value known before any is loaded
+        describe_dataset(dataset)
     planned = [plan(c, shared) for c in configs]
     hashes = [p.record["config_hash"] for p in planned]
     done = {} if base.dry_run else finished_runs(base.results_dir)

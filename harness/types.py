@@ -25,12 +25,13 @@ class Example:
 class Dataset:
     """A loaded split with the pool its shots come from and the facts needed to score it."""
 
-    name: str  # "csts" | "stsb"
+    name: str  # "csts" | "stsb" | a user's dataset file's name (harness/datasets/__init__.py)
     split: str
     examples: tuple[Example, ...]
     pool: tuple[Example, ...]  # few-shot pool (the train split)
     label_range: tuple[float, float]
     file_hashes: dict[str, str] = field(default_factory=dict, compare=False)
+    conditions: bool = False  # its items carry a condition (its description's `conditions`)
 
 
 @dataclass(frozen=True)
@@ -98,9 +99,10 @@ class Completion:
     rate_limit: RateLimit | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Scored:
-    """One line of samples.jsonl."""
+    """One line of samples.jsonl. Built by keyword (22 fields, most of them optional); the two shapes several
+    variants share have their constructors: `unanswered` (a dry run's line) and `cosine` (an embedding variant's)."""
 
     id: str
     prompt: str
@@ -126,3 +128,48 @@ class Scored:
     # they summed past 1 (harness/scoring/expected.py collect_score_probs); None when none was
     expected_dropped: int | None = None
     reasoning: str | None = None  # the thought before the answer (`output` is then the answer only)
+
+    @classmethod
+    def unanswered(
+        cls, id: str, prompt: str, label: float | None, pair: str | None, shot_ids: tuple[str, ...] = ()
+    ) -> Scored:
+        """A dry run's line: no answer yet, so no prediction (and never a fallback draw)."""
+        return cls(
+            id=id,
+            prompt=prompt,
+            shot_ids=shot_ids,
+            output=None,
+            parsed=None,
+            valid=False,
+            prediction=None,
+            label=label,
+            pair=pair,
+        )
+
+    @classmethod
+    def cosine(
+        cls,
+        id: str,
+        prompt: str,
+        label: float | None,
+        pair: str | None,
+        similarity: float | None,
+        error: str | None = None,
+        shot_ids: tuple[str, ...] = (),
+    ) -> Scored:
+        """An embedding variant's line: the cosine is the prediction (always a number, in [-1, 1]); with `error`
+        (no embedding, no answer to embed) there is none."""
+        ok = error is None and similarity is not None
+        return cls(
+            id=id,
+            prompt=prompt,
+            shot_ids=shot_ids,
+            output=f"{similarity:.6f}" if ok else None,
+            parsed=similarity if ok else None,
+            valid=ok,
+            prediction=similarity if ok else None,
+            label=label,
+            error=error,
+            pair=pair,
+            reason="number" if ok else "error",
+        )

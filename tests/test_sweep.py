@@ -144,9 +144,9 @@ def test_a_sweep_decrypts_the_archive_once_and_parses_each_file_once(
         decrypted.append(archive)
         return real_decrypt(archive, password)
 
-    def counting_parse(data: bytes, source: str, split: str) -> tuple:  # type: ignore[type-arg]
+    def counting_parse(data: bytes, source: str, split: str, label_range: tuple[float, float]) -> tuple:  # type: ignore[type-arg]
         parsed.append(Path(source).name)
-        return real_parse(data, source, split)
+        return real_parse(data, source, split, label_range)
 
     monkeypatch.setattr(load, "decrypt_release", counting_decrypt)
     monkeypatch.setattr(load, "parse_csts_csv", counting_parse)

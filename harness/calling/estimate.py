@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.calling.backends import thinking
+from harness.calling.backends.choose import thinking
 from harness.calling.pricing import Price, prompt_tokens
 from harness.config.settings import RunConfig
 from harness.types import Request

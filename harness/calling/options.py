@@ -15,19 +15,22 @@ from harness.calling.backends.base import RetryableError
 from harness.calling.cache import ResponseCache
 from harness.calling.limiter import RETRY_AFTER_CAP
 from harness.calling.pricing import Price, prompt_counter
-from harness.config.settings import ApiOptions, BatchOptions, RunConfig
+from harness.config.sections import ApiOptions
+from harness.config.settings import BatchOptions, RunConfig
+
+API = ApiOptions()  # the declared defaults (harness/config/sections.py): a DispatchOptions() dispatches as a run does
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
     """Our one retry policy: exponential backoff with full jitter, or the provider's retry-after (capped)."""
 
-    max_retries: int = 8  # retries after the first attempt
-    timeout: float = 120.0  # seconds per attempt
+    max_retries: int = API.max_retries  # retries after the first attempt
+    timeout: float = API.timeout  # seconds per attempt
     backoff_initial: float = 1.0
     backoff_max: float = 60.0
     retry_after_cap: float = RETRY_AFTER_CAP  # never sleep longer (60 s), whatever the provider says: as the limiter
-    wait_for_server: float = 10.0  # seconds a server that never answered is waited for (attempts.py Reachability)
+    wait_for_server: float = API.wait_for_server  # seconds a server that never answered is waited for (Reachability)
 
     def wait(self, state: RetryCallState) -> float:
         """Seconds before the next attempt."""
@@ -41,7 +44,9 @@ class RetryPolicy:
 class DispatchOptions:
     """How dispatch calls one backend: built once per calling step from the run's settings (`dispatch_options`)."""
 
-    concurrency: int = 128  # the most API requests in flight: a ceiling, the limiter finds the rate (limiter.py)
+    concurrency: int = (
+        API.concurrency
+    )  # the most API requests in flight: a ceiling, the limiter finds the rate (limiter.py)
     rpm: float | None = None  # --rpm: pace requests to this many a minute (None: only what the provider reports)
     tpm: float | None = None  # --tpm: pace prompt tokens to this many a minute
     retry: RetryPolicy = RetryPolicy()

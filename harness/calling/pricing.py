@@ -156,7 +156,8 @@ def usage(
 def prompt_counter(config: RunConfig) -> tuple[Callable[[str], int], str]:
     """(prompt tokens of one request, how counted): the one count behind --dry-run and --max-cost. API
     requests in chat form add the message's wrapping."""
-    from harness.calling.backends import BACKENDS, backend_name, chat_mode
+    from harness.calling.backends import BACKENDS
+    from harness.calling.backends.choose import backend_name, chat_mode
 
     try:
         d = BACKENDS.get(backend_name(config))

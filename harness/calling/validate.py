@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.calling.backends import BACKENDS, Description, described
+from harness.calling.backends import BACKENDS, Description
+from harness.calling.backends.choose import described
 from harness.calling.backends.openai_names import default_chat, is_reasoning_model
 from harness.calling.pricing import check_model_name, price_for
 from harness.config.paper import truncation

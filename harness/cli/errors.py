@@ -50,8 +50,8 @@ def errors_parser() -> Parser:
 
 
 def cmd_errors(argv: Sequence[str]) -> int:
+    from harness.datasets.choose import load_dataset
     from harness.datasets.labels import REANNOTATED_TSV, load_reannotated
-    from harness.datasets.load import load_dataset
     from harness.results.manifest import write_manifest
     from harness.results.stage import staged
     from harness.scoring.errors import identify

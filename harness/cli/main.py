@@ -90,7 +90,9 @@ def data_report_parser() -> Parser:
     p = Parser(
         prog="run_eval.py data-report", description="Split sizes, label distributions, lengths, label-set agreement."
     )
-    p.add_argument("--dataset", default="all", choices=["all", "csts", "stsb"], help="which dataset to describe")
+    p.add_argument(
+        "--dataset", default="all", help="which dataset to describe: all, csts, stsb or a dataset file (FILE.toml)"
+    )
     add_data_args(p)
     p.add_argument("--json", type=Path, help="also write the report as JSON to this file (default: none)")
     return p
@@ -100,7 +102,8 @@ def cmd_data_report(argv: Sequence[str]) -> int:
     import json
     import os
 
-    from harness.datasets.load import SPLITS, load_dataset
+    from harness.datasets import DATASETS
+    from harness.datasets.choose import describe_dataset, load_dataset
     from harness.reporting.datasets import csts_label_agreement, split_summary, to_markdown
     from harness.results.write import write_atomic
 
@@ -108,19 +111,20 @@ def cmd_data_report(argv: Sequence[str]) -> int:
     if a.json:
         check_output(a.json, "--json", directory=False)
     have_csts = a.data_dir or a.archive or os.environ.get("CSTS_DATA_DIR")
-    names = ["csts", "stsb"] if a.dataset == "all" else [a.dataset]
+    names = list(DATASETS) if a.dataset == "all" else [a.dataset]
     if a.dataset == "all" and not have_csts:
         names = ["stsb"]
         print("note: C-STS left out (no --data-dir, --archive or CSTS_DATA_DIR given)", file=sys.stderr)
     report: dict[str, object] = {"datasets": {}}
     for name in names:
         splits = {}
-        for split in SPLITS[name]:
+        described = describe_dataset(name)
+        for split in described.splits:
             ds = load_dataset(name, split, a.data_dir, a.archive, a.password_file)
-            splits[split] = split_summary(ds.examples, with_condition=name == "csts")
+            splits[split] = split_summary(ds.examples, with_condition=described.conditions)
             if name == "csts" and split == "validation":
                 report["agreement"] = csts_label_agreement(ds.examples)
-        report["datasets"][name] = splits  # type: ignore[index]
+        report["datasets"][ds.name] = splits  # type: ignore[index]
     print(to_markdown(report))
     if a.json:
         write_atomic(a.json, json.dumps(report, indent=2) + "\n")
@@ -154,7 +158,7 @@ def cmd_sweep(base: RunConfig, grid: dict[str, list[Any]]) -> tuple[int, list[Pa
 
 def overlap_parser() -> Parser:
     p = Parser(prog="run_eval.py overlap", description="Text shared between the few-shot pool and the evaluated split.")
-    p.add_argument("--dataset", default="csts", choices=["csts", "stsb"], help="dataset to compare splits of")
+    p.add_argument("--dataset", default="csts", help="dataset to compare splits of: csts, stsb or a FILE.toml")
     p.add_argument("--pool", default="train", help="the split shots come from")
     p.add_argument("--eval", default="validation", help="the evaluated split")
     add_data_args(p)
@@ -162,13 +166,14 @@ def overlap_parser() -> Parser:
 
 
 def cmd_overlap(argv: Sequence[str]) -> int:
-    from harness.datasets.load import load_dataset
+    from harness.datasets.choose import dataset_name, load_dataset
     from harness.datasets.overlap import format_overlap, overlap
 
     a = overlap_parser().parse_args(argv)
     evaluated = load_dataset(a.dataset, a.eval, a.data_dir, a.archive, a.password_file).examples
     pool = load_dataset(a.dataset, a.pool, a.data_dir, a.archive, a.password_file).examples
-    print(f"{a.dataset}: pool {a.pool} ({len(pool):,} rows) vs evaluated {a.eval} ({len(evaluated):,} rows)")
+    name = dataset_name(a.dataset)
+    print(f"{name}: pool {a.pool} ({len(pool):,} rows) vs evaluated {a.eval} ({len(evaluated):,} rows)")
     print(format_overlap(overlap(pool, evaluated), a.pool, a.eval), end="")
     return 0
 

@@ -84,8 +84,8 @@ def reference_labels(split: str, rows: int) -> tuple[dict[str, float | None] | N
 
 def cmd_reannotate(argv: Sequence[str]) -> int:
     from harness.cli.summary import print_dry_run
+    from harness.datasets.choose import load_dataset
     from harness.datasets.labels import conditions_hash, labels_tsv
-    from harness.datasets.load import load_dataset
     from harness.results.write import write_atomic
     from harness.scoring.agreement import PUBLISHED, agreement
     from harness.scoring.reannotation import counts

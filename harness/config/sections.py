@@ -14,6 +14,10 @@ DTYPES = ("auto", "float32", "float16", "bfloat16")  # weights and activations (
 API = "API backends (openai, anthropic, OpenAI-compatible servers)"
 LOCAL = "local GPU backends (vllm, hf)"
 CASE = "embedding protocol (--variant case, Zhang et al. 2025)"
+# --variant case's choices (harness/variants/case.py, case_inputs.py read them from here)
+CASE_SETTINGS = ("cond-c", "cond", "sent-c", "sent", "plain")  # Zhang et al. 2025, Table 1; plain: the sentence alone
+CASE_INPUTS = ("instruct", "concat")
+CASE_FFNS = ("none", "linear", "nonlinear")
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,7 @@ class EmbedOptions:
         "the encoding whose cosines are the predictions: cond-c, cond, sent-c, sent (Zhang et al. 2025, "
         "Table 1) or plain (the sentence alone); every setting is in metrics.json (default: cond-c; STS-B: plain)",
         metavar="NAME",
+        choices=CASE_SETTINGS,
         affects=Affects.READING | Affects.PUBLISHED,
     )
     inputs: str = option(
@@ -205,6 +210,7 @@ class EmbedOptions:
         "instruct: the paper's instructions for LLM encoders; concat: condition and sentence concatenated, "
         "as for its MLM encoders",
         metavar="STYLE",
+        choices=CASE_INPUTS,
         affects=Affects.REQUEST | Affects.PUBLISHED,
     )
     ffn: str = option(  # the CASE projection (§3.2)
@@ -212,11 +218,16 @@ class EmbedOptions:
         "none, linear or nonlinear: train the CASE projection on the C-STS train split, epoch chosen on "
         "validation, and score with it",
         metavar="KIND",
+        choices=CASE_FFNS,
         affects=Affects.READING | Affects.PUBLISHED,
     )
-    ffn_dim: int = option(
-        512, "projected dimensions", metavar="N", affects=Affects.READING | Affects.PUBLISHED
-    )  # Zhang et al. 2025, Table 3: 512
+    ffn_dim: int = option(  # Zhang et al. 2025, Table 3: 512
+        512, "projected dimensions", metavar="N", check=at_least(1), affects=Affects.READING | Affects.PUBLISHED
+    )
     ffn_epochs: int = option(
-        100, "training epochs (the best kept)", metavar="N", affects=Affects.READING | Affects.PUBLISHED
+        100,
+        "training epochs (the best kept)",
+        metavar="N",
+        check=at_least(1),
+        affects=Affects.READING | Affects.PUBLISHED,
     )

@@ -44,8 +44,8 @@ class RunConfig:
     )
     dataset: str = option(
         "csts",
-        "dataset to evaluate",
-        choices="harness.datasets.load:SPLITS",
+        "dataset to evaluate: {listed}, or a dataset file of your own (FILE.toml: docs/extending.md)",
+        listed="harness.datasets:DATASETS",
         grid=True,
         affects=Affects.REQUEST | Affects.ITEMS | Affects.PUBLISHED,
     )

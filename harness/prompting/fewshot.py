@@ -12,7 +12,9 @@ import random
 from collections.abc import Sequence
 
 from harness.config.settings import RunConfig
-from harness.datasets.load import LoadCache, load_dataset, pair_key
+from harness.datasets.choose import load_dataset
+from harness.datasets.description import LoadCache
+from harness.datasets.load import pair_key
 from harness.types import Dataset, Example, HarnessError
 
 
@@ -25,10 +27,11 @@ def query_rng(seed: int, purpose: str, query_id: str) -> random.Random:
 class ShotPicker:
     """Chooses k shots for a query from a pool, the same ones for the same (seed, query id)."""
 
-    def __init__(self, dataset: str, pool: Sequence[Example], seed: int) -> None:
+    def __init__(self, dataset: str, pool: Sequence[Example], seed: int, *, paired: bool) -> None:
+        """`paired`: the dataset's items carry a condition (its description's `conditions`)."""
         self.dataset = dataset
         self.seed = seed
-        if dataset == "csts":
+        if paired:
             # Deshpande et al. 2023, §6: shots are both conditions of one sentence pair, the
             # higher-similarity one first; only pairs with exactly two conditions qualify. Pairs are
             # grouped as written (sentence1, sentence2): the release has a few pairs that also occur
@@ -112,17 +115,18 @@ class ReferencePicker:
     """
 
     def __init__(
-        self, dataset: str, pool: Sequence[Example], split: str, split_sizes: dict[str, int], seed: int
+        self, dataset: str, pool: Sequence[Example], split: str, split_sizes: dict[str, int], seed: int, *, paired: bool
     ) -> None:
         if split not in REFERENCE_SPLIT_ORDER:
             raise HarnessError(f"--shot-sampler reference: unknown split {split!r}")
         self.dataset = dataset
+        self.paired = paired
         self.pool = list(pool)
         self.split = split
         self.split_sizes = split_sizes
         self.seed = seed
         # The same pairs, in the same order, as the reference's get_idx_pairs (ShotPicker builds them alike).
-        self.units = ShotPicker(dataset, pool, seed).units if dataset == "csts" else []
+        self.units = ShotPicker(dataset, pool, seed, paired=True).units if paired else []
         self._table: dict[int, list[tuple[Example, ...]]] = {}
 
     def table(self, k: int) -> list[tuple[Example, ...]]:
@@ -136,7 +140,7 @@ class ReferencePicker:
         return self._table[k]
 
     def _draw(self, rng: random.Random, ix: int, k: int) -> tuple[Example, ...]:
-        if self.dataset == "csts":
+        if self.paired:
             if (k + 1) // 2 > len(self.units):
                 raise HarnessError(f"few-shot pool has {len(self.units)} usable pairs, too few for k={k}")
             drawn = rng.sample(range(len(self.units)), k=(k + 1) // 2)
@@ -161,13 +165,14 @@ def make_picker(config: RunConfig, dataset: Dataset, cache: LoadCache | None = N
     if config.shot_sampler not in SAMPLERS:
         raise HarnessError(f"unknown --shot-sampler {config.shot_sampler!r}; choose from {', '.join(SAMPLERS)}")
     if config.shot_sampler == "seeded":
-        return ShotPicker(dataset.name, dataset.pool, config.seed if config.shot_seed is None else config.shot_seed)
+        seeded = config.seed if config.shot_seed is None else config.shot_seed
+        return ShotPicker(dataset.name, dataset.pool, seeded, paired=dataset.conditions)
     sizes = {"train": len(dataset.pool), dataset.split: len(dataset.examples)}
     if dataset.split == "test":  # the reference walks validation before test
         sizes["validation"] = len(
             load_dataset(
-                dataset.name, "validation", config.data_dir, config.archive, config.password_file, cache
+                config.dataset, "validation", config.data_dir, config.archive, config.password_file, cache
             ).examples
         )
     seed = REFERENCE_SEED if config.shot_seed is None else config.shot_seed
-    return ReferencePicker(dataset.name, dataset.pool, dataset.split, sizes, seed)
+    return ReferencePicker(dataset.name, dataset.pool, dataset.split, sizes, seed, paired=dataset.conditions)

@@ -16,7 +16,15 @@ from harness.config.paper import PAPER, paper_template
 from harness.inputs import check_regular
 from harness.types import Example, HarnessError
 
-TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
+
+def _templates_dir() -> Path:
+    """The bundled templates: `harness/templates` where the package is installed from a wheel (setup.py maps the
+    top-level folder there), the checkout's top-level `templates/` otherwise."""
+    installed = Path(__file__).resolve().parents[1] / "templates"
+    return installed if installed.is_dir() else Path(__file__).resolve().parents[2] / "templates"
+
+
+TEMPLATES_DIR = _templates_dir()
 INSTRUCTIONS = ("none", "short", "long")
 # Templates that are a paper's layout for an instruction level: T5 layout (Deshpande et al. 2023, the
 # reference code's T5 variant) and Tu et al. 2024's Figure 8/9 prompts, which carry the short instruction.

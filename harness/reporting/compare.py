@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.datasets.choose import run_description
 from harness.reporting.integrity import note
 from harness.reporting.report import groups_of, id_order
 from harness.results.manifest import ALTERED
@@ -85,7 +86,7 @@ def compare_runs(a_dir: Path, b_dir: Path, n_resamples: int = 2000, seed: int = 
                 f"| {scope} | {metric} | {r.n} | {_f(r.a)} | {_f(r.b)} | {_f(r.diff)} | [{_f(r.low)}, {_f(r.high)}] "
                 f"| {p_boot} | {p_w} |"
             )
-    unit = "sentence pairs (both conditions together)" if a.config["dataset"] == "csts" else "items"
+    unit = "sentence pairs (both conditions together)" if run_description(a.config).conditions else "items"
     lines += [
         "",
         f"Paired bootstrap: {n_resamples} resamples of {unit}, both runs scored on each resample. "

@@ -16,8 +16,8 @@ import pandas as pd
 
 from harness.reporting.html_sections import Markup, body_html, esc, html_table
 from harness.reporting.markdown import live_runs, report_title, table_notes
+from harness.reporting.part import Built
 from harness.reporting.rowkeys import GROUP_KEYS
-from harness.reporting.sections import Built
 from harness.reporting.tables import fmt, group_title, layout, words
 from harness.results.read import IDENTITY, REASONS, Run
 

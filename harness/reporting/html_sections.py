@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from harness.reporting.markdown import live_runs
-from harness.reporting.sections import Built
+from harness.reporting.part import Built
 from harness.reporting.tables import LAYOUT_METRICS, fmt, words
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from harness.reporting.part import Built
 from harness.reporting.rowkeys import GROUP_KEYS
-from harness.reporting.sections import Built
 from harness.reporting.tables import (
     DATASET_NAMES,
     LAYOUT_METRICS,

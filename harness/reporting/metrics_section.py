@@ -10,7 +10,7 @@ import pandas as pd
 
 from harness.reporting.html_sections import Markup, esc, html_table
 from harness.reporting.markdown import live_runs
-from harness.reporting.sections import Part
+from harness.reporting.part import Part
 from harness.reporting.tables import fmt, md_table
 from harness.results.read import Run
 from harness.scoring.metrics import METRICS

@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from harness.datasets.choose import run_description
 from harness.reporting.tables import md_table
 from harness.results.read import Run
 from harness.scoring.stats import bootstrap_ci, compare_paired
@@ -133,7 +134,7 @@ def _pairs(cols: Sequence[Column], n_resamples: int, seed: int) -> str:
 def _groups(col: Column, ids: Sequence[str]) -> list[str] | None:
     """Bootstrap clusters as reporting/report.py `groups_of` makes them (not imported: report.py imports this
     module): C-STS sentence pairs, both conditions together; STS-B items on their own."""
-    if col.run.config["dataset"] != "csts":
+    if not run_description(col.run.config).conditions:
         return None
     by_id = {s.id: s for s in col.run.samples}
     return [by_id[i].pair or str(int(i) // 2) for i in ids]

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 import pandas as pd
 
+from harness.datasets.choose import run_description
 from harness.reporting.integrity import flag, load_readable, note
 from harness.reporting.paper_settings import matched, run_settings
+from harness.reporting.part import Built, Part
 from harness.reporting.published import Published, load_published, match, not_comparable
 from harness.reporting.rowkeys import label_rows, text
+from harness.reporting.sections import SECTIONS
 from harness.reporting.shareable import without_csts_text
 from harness.reporting.tables import LAYOUT_METRICS
 from harness.results.manifest import ALTERED
@@ -34,8 +38,9 @@ FALLBACK_SEEDS = 20
 
 
 def groups_of(run: Run, samples: Sequence[Scored]) -> list[str] | None:
-    """Bootstrap clusters: C-STS sentence pairs (both conditions together); STS-B items on their own."""
-    if run.config["dataset"] != "csts":
+    """Bootstrap clusters: a dataset with conditions (C-STS) resamples sentence pairs (both conditions together);
+    one without (STS-B) items on their own."""
+    if not run_description(run.config).conditions:
         return None
     # Runs written before samples carried `pair`: the release lists both conditions of a pair as rows 2i, 2i+1.
     return [s.pair if s.pair is not None else str(int(s.id) // 2) for s in samples]
@@ -252,7 +257,6 @@ def write_report(
     from harness.reporting.markdown import render_report
     from harness.reporting.plots import plot_invalid, plot_spearman_vs_k
     from harness.reporting.protocols import protocols_section
-    from harness.reporting.sections import build_sections
 
     runs, notes = load_readable(expand(run_paths), loaded)  # unreadable folders skipped, copies shown once
     if merge:  # --shard parts checked and merged into their whole run
@@ -268,3 +272,19 @@ def write_report(
         render_report(table, staging, plots, protocols_section(runs, list(table["ref"])), sections)
         write_html(table, runs, plots, staging / "index.html", sections)
     return out_dir
+
+
+class _Builder(Protocol):
+    """What each module named in SECTIONS offers."""
+
+    def section(self, table: pd.DataFrame, runs: Sequence[Run]) -> Part | None: ...
+
+
+def build_sections(table: pd.DataFrame, runs: Sequence[Run]) -> list[Built]:
+    """Every section of SECTIONS that has something to show for these runs, in the table's order."""
+    out = []
+    for key, s in SECTIONS.items():
+        part = cast(_Builder, importlib.import_module(s.module)).section(table, runs)
+        if part is not None:
+            out.append(Built(key, s.title, part))
+    return out

@@ -1,4 +1,5 @@
-"""Report sections beyond the core tables, described by one table: each is shown in report.md and index.html.
+"""Report sections beyond the core tables, described by one table (and only the table: what a section is, is
+harness/reporting/part.py; building them, harness/reporting/report.py): each is shown in report.md and index.html.
 
 Adding a section: one module with a function `section(table, runs) -> Part | None` (the report's table of runs,
 one row per run, and the runs themselves, in the same order) and one line in SECTIONS below. report.md gets a
@@ -9,31 +10,9 @@ a `--shareable` report has taken the C-STS text out of them (shareable.py withou
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, cast
+from harness.reporting.part import Part, Section
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from harness.results.read import Run
-
-
-@dataclass(frozen=True)
-class Part:
-    """What one section shows: report.md lines (under its heading), the HTML inside its <section> (built from
-    escaped parts: html_sections.esc), and files written beside report.md (name -> text)."""
-
-    markdown: list[str]
-    html: str
-    files: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Section:
-    module: str  # holds `section(table, runs)`, imported when a report is written
-    title: str  # the heading in report.md and index.html, and the link's text in the page's navigation
+__all__ = ["SECTIONS", "Part", "Section"]
 
 
 # One entry per section: its anchor in index.html -> its description. Shown in this order, after the built-in tables.
@@ -42,28 +21,3 @@ SECTIONS: dict[str, Section] = {
     "errors": Section("harness.reporting.error_id", "Annotation-error identification (Tu et al. 2024, §4.2)"),
     "case": Section("harness.reporting.case_section", "Embedding settings and isotropy (Zhang et al. 2025)"),
 }
-
-
-class _Builder(Protocol):
-    """What each module named in SECTIONS offers."""
-
-    def section(self, table: pd.DataFrame, runs: Sequence[Run]) -> Part | None: ...
-
-
-@dataclass(frozen=True)
-class Built:
-    """One section with something to show in this report."""
-
-    key: str
-    title: str
-    part: Part
-
-
-def build_sections(table: pd.DataFrame, runs: Sequence[Run]) -> list[Built]:
-    """Every section of SECTIONS that has something to show for these runs, in the table's order."""
-    out = []
-    for key, s in SECTIONS.items():
-        part = cast(_Builder, importlib.import_module(s.module)).section(table, runs)
-        if part is not None:
-            out.append(Built(key, s.title, part))
-    return out

@@ -13,6 +13,7 @@ import dataclasses
 import re
 from typing import Any
 
+from harness.datasets.choose import run_description
 from harness.results.read import Run
 
 LEFT_OUT = "[C-STS text left out: shareable report]"
@@ -47,8 +48,8 @@ def _shaped(value: Any, shape: re.Pattern[str]) -> Any:
 
 def without_csts_text(run: Run) -> Run:
     """The run with every text that may hold C-STS sentences or conditions replaced by a marker (above)."""
-    if run.config.get("dataset") != "csts":
-        return run  # STS-B's licence (CC BY-SA) allows sharing its text
+    if not run_description(run.config).private:
+        return run  # STS-B's licence (CC BY-SA) allows sharing its text; a user's dataset file says (`private`)
 
     def gone(text: str | None) -> str | None:
         return None if text is None else LEFT_OUT

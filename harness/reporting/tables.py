@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.datasets import DATASETS
 from harness.results.read import IDENTITY
 from harness.types import HarnessError
 
@@ -17,7 +18,7 @@ LAYOUT_METRICS = (("invalid_pct", "Invalid"), ("pearson", "Pearson"), ("spearman
 COLUMN_NAMES = {"n": "n", "errors": "Errors", "invalid_pct": "Invalid", "pearson": "Pearson", "spearman": "Spearman"}
 COLUMN_NAMES |= {"paper_spearman": "Published Spearman"}
 CELL_KEYS = (*COLUMN_NAMES, "paper_note")
-DATASET_NAMES = {"csts": "C-STS", "stsb": "STS-B"}
+DATASET_NAMES = {name: d.display for name, d in DATASETS.items()}  # a user's dataset file: its name
 
 
 def fmt(v: Any, digits: int = 2) -> str:

@@ -28,7 +28,10 @@ def package_versions() -> dict[str, str | None]:
 
 
 def git_commit() -> dict[str, str | bool | None]:
-    """HEAD of the harness checkout and whether it had uncommitted changes (None outside git)."""
+    """HEAD of the harness checkout and whether it had uncommitted changes (None outside git, and for an installed
+    wheel: its folder is no checkout, and git would report whatever repository the virtualenv happens to sit in)."""
+    if not (REPO / ".git").exists():
+        return {"commit": None, "dirty": None}
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=5)
         if head.returncode != 0:

@@ -59,7 +59,7 @@ def score(
     and one with a number in another shape gets the reason code "off-format".
     """
     parse = parse_constrained if constrained else parse_score
-    pairs = pair_ids(prep.dataset.examples) if prep.dataset.name == "csts" else {}
+    pairs = pair_ids(prep.dataset.examples) if prep.dataset.conditions else {}
     label_range = prep.dataset.label_range
     parsed_already = parsed_already or {}
     out = []
@@ -67,7 +67,7 @@ def score(
         c = completions[req.id] if completions is not None else None
         shot_ids = tuple(s.id for s in shots)
         if c is None:  # a dry run: no answer yet, never a fallback draw
-            out.append(Scored(q.id, req.prompt, shot_ids, None, None, False, None, q.label, None, pairs.get(q.id)))
+            out.append(Scored.unanswered(q.id, req.prompt, q.label, pairs.get(q.id), shot_ids))
             continue
         error = c.error
         split = split_reply(c.text, c.reasoning, think_tags)
@@ -99,19 +99,19 @@ def score(
             expected, mass = weighted if weighted is not None else (None, 0.0)
         out.append(
             Scored(
-                q.id,
-                req.prompt,
-                shot_ids,
-                text,
-                parsed,
-                valid,
-                prediction,
-                q.label,
-                error,
-                pairs.get(q.id),
-                reason,
-                parsed_strict,
-                prediction_strict,
+                id=q.id,
+                prompt=req.prompt,
+                shot_ids=shot_ids,
+                output=text,
+                parsed=parsed,
+                valid=valid,
+                prediction=prediction,
+                label=q.label,
+                error=error,
+                pair=pairs.get(q.id),
+                reason=reason,
+                parsed_strict=parsed_strict,
+                prediction_strict=prediction_strict,
                 finish_reason=c.finish_reason,
                 usage=_usage(c) if error is None else None,
                 served_model=c.served_model,

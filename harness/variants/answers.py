@@ -11,14 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.calling.backends import BACKENDS, backend_for, make_backend
+from harness.calling.backends import BACKENDS
 from harness.calling.backends.base import Backend
+from harness.calling.backends.choose import backend_for, make_backend
 from harness.calling.dispatch import call
 from harness.calling.estimate import Step
 from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import price_of, usage
 from harness.config.paper import PAPER
 from harness.config.settings import RunConfig
+from harness.datasets.choose import describe_dataset
 from harness.inputs import read_bytes, read_text
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer, template_name
@@ -228,7 +230,7 @@ def template_or(config: RunConfig, default: str) -> str:
     """A qa variant's template: --template's choice of the prompting templates, else `default` (--template paper:
     the paper's, Tu et al.'s Figure 9 / 7, is ours)."""
     if config.template not in (None, PAPER):
-        return template_name(config.dataset, config.instr, config.template)
+        return template_name(describe_dataset(config.dataset).templates, config.instr, config.template)
     return default
 
 

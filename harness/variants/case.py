@@ -16,16 +16,15 @@ from harness.calling.estimate import Step, dry_run_estimate
 from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import Price, usage
 from harness.config.settings import RunConfig
-from harness.datasets.load import load_dataset, pair_ids
+from harness.datasets.choose import describe_dataset, load_dataset
+from harness.datasets.load import pair_ids
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer, template_name
 from harness.types import Dataset, Example, HarnessError, Request, Scored
 from harness.variants.base import Outcome
 from harness.variants.case_inputs import (
     COND_GIVEN_SENT,
-    INPUT_STYLES,
     SENT_GIVEN_COND,
-    SETTINGS,
     UNCONDITIONAL,
     needed,
     primary_setting,
@@ -35,25 +34,17 @@ from harness.variants.case_inputs import (
     vector_texts,
 )
 
-FFN_CHOICES = ("none", "linear", "nonlinear")
-
 
 def check(config: RunConfig) -> None:
-    """The embedding options' values and what they need; one line, before any work."""
+    """What the embedding options need of the data, one line, before any work (their values are checked where they
+    are declared: harness/config/sections.py EmbedOptions)."""
     e = config.embed
-    if e.setting is not None and e.setting not in SETTINGS:
-        raise HarnessError(f"unknown --case-setting {e.setting!r}; choose from {', '.join(SETTINGS)}")
-    if e.setting not in (None, "plain") and config.dataset != "csts":
-        raise HarnessError(f"--case-setting {e.setting} needs conditions: STS-B has only `plain`")
-    if e.inputs not in INPUT_STYLES:
-        raise HarnessError(f"unknown --case-inputs {e.inputs!r}; choose from {', '.join(INPUT_STYLES)}")
-    if e.ffn not in FFN_CHOICES:
-        raise HarnessError(f"unknown --case-ffn {e.ffn!r}; choose from {', '.join(FFN_CHOICES)}")
-    if e.ffn_dim < 1 or e.ffn_epochs < 1:
-        raise HarnessError("--case-ffn-dim and --case-ffn-epochs must be at least 1")
-    if e.ffn != "none" and (config.dataset != "csts" or config.split == "train"):
+    if e.setting not in (None, "plain") and not describe_dataset(config.dataset).conditions:
+        raise HarnessError(f"--case-setting {e.setting} needs conditions: {config.dataset} has only `plain`")
+    if e.ffn != "none" and (not describe_dataset(config.dataset).conditions or config.split == "train"):
         raise HarnessError(
-            "--case-ffn trains on the C-STS train split: use --dataset csts with --split validation or test"
+            "--case-ffn trains on the train split of a dataset with conditions (C-STS): use --dataset csts with "
+            "--split validation or test"
         )
 
 
@@ -99,7 +90,7 @@ def scored(
 ) -> list[Scored]:
     """One sample per query: the cosine of its two vectors in `setting`, or the embedding error."""
     # C-STS: the bootstrap's clusters (both conditions of a sentence pair), as every run; STS-B: none
-    pairs = pair_ids(prep.dataset.examples) if prep.dataset.name == "csts" else {}
+    pairs = pair_ids(prep.dataset.examples) if prep.dataset.conditions else {}
     out = []
     for q in prep.queries:
         s1, s2 = sides(q, style)
@@ -107,10 +98,9 @@ def scored(
         got = side_vectors(q, style, setting, vectors)
         if isinstance(got, str):
             error = f"no embedding: {errors.get(got, 'not embedded')}"
-            out.append(Scored(q.id, prompt, (), None, None, False, None, q.label, error, pairs.get(q.id), "error"))
+            out.append(Scored.cosine(q.id, prompt, q.label, pairs.get(q.id), None, error))
             continue
-        sim = cosine(*got)
-        out.append(Scored(q.id, prompt, (), f"{sim:.6f}", sim, True, sim, q.label, None, pairs.get(q.id), "number"))
+        out.append(Scored.cosine(q.id, prompt, q.label, pairs.get(q.id), cosine(*got)))
     return out
 
 
@@ -118,20 +108,21 @@ def scored(
 
 
 def template(config: RunConfig) -> str:
-    return template_name(config.dataset, config.instr, config.template)  # recorded only: no prompt is rendered
+    # recorded only: no prompt is rendered
+    return template_name(describe_dataset(config.dataset).templates, config.instr, config.template)
 
 
 def requests(
     config: RunConfig, queries: tuple[Example, ...], shots: tuple[tuple[Example, ...], ...], renderer: PromptRenderer
 ) -> tuple[Request, ...]:
     check(config)
-    return embedding_requests(texts_of(queries, config.embed.inputs, settings_for(config.dataset)))
+    return embedding_requests(texts_of(queries, config.embed.inputs, settings_for(config)))
 
 
 def scoring_backend(config: RunConfig) -> Backend:
     check(config)
     # imported here: the SDK loads only when something is embedded (tests/cli/test_no_sdk.py)
-    from harness.calling.backends.embeddings import make_embedding_backend
+    from harness.calling.backends.choose import make_embedding_backend
 
     return make_embedding_backend(config)
 
@@ -146,7 +137,7 @@ def identity(config: RunConfig, prep: Prepared) -> dict[str, Any]:
     case: dict[str, Any] = {
         "setting": primary_setting(config),
         "inputs": e.inputs,
-        "settings": settings_for(config.dataset),
+        "settings": settings_for(config),
     }
     case["instructions_hash"] = hashlib.sha256("\n".join(instructions).encode()).hexdigest()[:16]
     if e.ffn != "none":
@@ -160,7 +151,7 @@ def run_label(prep: Prepared) -> str:
 
 def _ffn_splits(config: RunConfig) -> tuple[Dataset, Dataset]:
     data = (config.data_dir, config.archive, config.password_file)
-    return load_dataset("csts", "train", *data), load_dataset("csts", "validation", *data)
+    return load_dataset(config.dataset, "train", *data), load_dataset(config.dataset, "validation", *data)
 
 
 def dry_run(config: RunConfig, prep: Prepared, price: Price | None) -> tuple[list[Scored], dict[str, Any]]:
@@ -187,7 +178,7 @@ def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price |
     case: dict[str, Any] = {"setting": primary, "inputs": style}
     case["settings"] = {
         s: setting_metrics(scored(prep, style, s, vectors, errors), pairs_of(prep.queries, style, s, vectors)[1])
-        for s in settings_for(config.dataset)
+        for s in settings_for(config)
     }
     files: dict[str, str | bytes] = {}
     if splits is not None:

@@ -23,12 +23,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.config.sections import CASE_SETTINGS
 from harness.config.settings import RunConfig
+from harness.datasets.choose import describe_dataset
 from harness.types import Example
 
-TABLE1_SETTINGS = ("cond-c", "cond", "sent-c", "sent")  # Zhang et al. 2025, Table 1
-SETTINGS = (*TABLE1_SETTINGS, "plain")
-INPUT_STYLES = ("instruct", "concat")
+SETTINGS = CASE_SETTINGS  # as --case-setting declares them (harness/config/sections.py)
+TABLE1_SETTINGS = tuple(s for s in SETTINGS if s != "plain")  # Zhang et al. 2025, Table 1
 
 # Zhang et al. 2025, §3.1: I(s), and I(∅) for the condition's own embedding.
 COND_GIVEN_SENT = "Retrieve semantically similar texts to a given Condition, given the Sentence : {s}"
@@ -63,9 +64,9 @@ def texts_for(sentence: str, condition: str, style: str) -> Texts:
     raise ValueError(f"unknown input style {style!r}")
 
 
-def settings_for(dataset: str) -> tuple[str, ...]:
-    """The settings a dataset has: STS-B has no condition, so only the plain sentence embedding."""
-    return SETTINGS if dataset == "csts" else ("plain",)
+def settings_for(config: RunConfig) -> tuple[str, ...]:
+    """The settings the run's dataset has: one without conditions (STS-B) only the plain sentence embedding."""
+    return SETTINGS if describe_dataset(config.dataset).conditions else ("plain",)
 
 
 def sides(example: Example, style: str) -> tuple[Texts, Texts]:
@@ -98,7 +99,7 @@ def vector_texts(t: Texts, setting: str) -> tuple[str, str | None]:
 
 def primary_setting(config: RunConfig) -> str:
     """The setting whose cosines are the samples' predictions: --case-setting, else the paper's best (cond-c)."""
-    if config.dataset != "csts":
+    if not describe_dataset(config.dataset).conditions:
         return "plain"
     return config.embed.setting or "cond-c"
 

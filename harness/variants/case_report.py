@@ -77,7 +77,7 @@ def ffn_step(
             out.append(s)
             continue
         sim = float(project_cosines(trained, v[0][None, :], v[1][None, :])[0])
-        out.append(Scored(s.id, s.prompt, (), f"{sim:.6f}", sim, True, sim, s.label, None, s.pair, "number"))
+        out.append(Scored.cosine(s.id, s.prompt, s.label, s.pair, sim))
     metrics: dict[str, Any] = {
         "kind": trained.kind,
         "input_setting": setting,

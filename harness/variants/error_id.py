@@ -56,7 +56,7 @@ def backend_embedder(
 
     def embed(texts: Sequence[str]) -> dict[str, list[float] | None]:
         # imported here: the SDK loads only when something is embedded (a report reads this module's constants)
-        from harness.calling.backends.embeddings import make_embedding_backend
+        from harness.calling.backends.choose import make_embedding_backend
 
         embedder = make_embedding_backend(config)
         unique = sorted(set(texts))

@@ -65,14 +65,8 @@ def cosine_samples(
         else:
             error = next((errors[a] for a in (a1, a2) if a in errors), None)
         sim = cosine(vectors[a1], vectors[a2]) if error is None else None
-        output = None if sim is None else f"{sim:.6f}"
-        reason = "error" if error is not None else "number"  # a cosine is always a number, in [-1, 1]
         shot_ids = tuple(s.id for s in q_shots)
-        samples.append(
-            Scored(
-                q.id, f"{a1}\n{a2}", shot_ids, output, sim, sim is not None, sim, q.label, error, pairs[q.id], reason
-            )
-        )
+        samples.append(Scored.cosine(q.id, f"{a1}\n{a2}", q.label, pairs[q.id], sim, error, shot_ids))
     return samples
 
 
@@ -80,18 +74,7 @@ def dry_run_samples(prep: Prepared) -> list[Scored]:
     """No scoring prompt: one line per query naming the two answers whose embeddings it compares."""
     pairs = pair_ids(prep.dataset.examples)
     return [
-        Scored(
-            q.id,
-            f"{PLACEHOLDER}\n{PLACEHOLDER}",
-            tuple(s.id for s in shots),
-            None,
-            None,
-            False,
-            None,
-            q.label,
-            None,
-            pairs.get(q.id),
-        )
+        Scored.unanswered(q.id, f"{PLACEHOLDER}\n{PLACEHOLDER}", q.label, pairs.get(q.id), tuple(s.id for s in shots))
         for q, shots in zip(prep.queries, prep.shots, strict=True)
     ]
 
@@ -111,7 +94,7 @@ def requests(
 
 def scoring_backend(config: RunConfig) -> Backend:
     # imported here: the SDK loads only when something is embedded (tests/cli/test_no_sdk.py)
-    from harness.calling.backends.embeddings import make_embedding_backend
+    from harness.calling.backends.choose import make_embedding_backend
 
     return ready(config, make_embedding_backend(config))
 

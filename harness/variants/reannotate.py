@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.calling.backends import BACKENDS, backend_name, make_backend
+from harness.calling.backends import BACKENDS
 from harness.calling.backends.base import Backend, RemoteBackend
+from harness.calling.backends.choose import backend_name, make_backend
 from harness.calling.dispatch import call
 from harness.calling.estimate import Step, dry_run_estimate
 from harness.calling.options import DispatchStats, dispatch_options

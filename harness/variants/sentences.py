@@ -6,13 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.calling.backends import make_backend
 from harness.calling.backends.base import Backend
+from harness.calling.backends.choose import make_backend
 from harness.calling.dispatch import call
 from harness.calling.estimate import Step, dry_run_estimate
 from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import Price, usage
 from harness.config.settings import RunConfig
+from harness.datasets.choose import describe_dataset
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer, template_name
 from harness.scoring.constrained import parse_constrained
@@ -24,7 +25,7 @@ from harness.variants.base import Outcome
 
 
 def template(config: RunConfig) -> str:
-    return template_name(config.dataset, config.instr, config.template, config.model)
+    return template_name(describe_dataset(config.dataset).templates, config.instr, config.template, config.model)
 
 
 def requests(

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.calling.backends import backend_name, check_scoring, described
+from harness.calling.backends.choose import backend_name, check_scoring, described
 from harness.calling.validate import check_model, check_think_tags
 from harness.config.settings import EmbedOptions, RunConfig
 from harness.config.validate import validate
+from harness.datasets.choose import describe_dataset
 from harness.types import HarnessError
 from harness.variants import VARIANTS, Description, described_variant
 from harness.variants.answers import answer_config, check_answer_backend, read_answers
@@ -39,7 +40,7 @@ def validate_run(config: RunConfig) -> None:
 def check_variant(config: RunConfig) -> Description:
     """The variant's line of VARIANTS, and what it needs of the data and the answer options."""
     v = described_variant(config.variant)
-    if v.answers and config.dataset != "csts":
+    if v.answers and not describe_dataset(config.dataset).conditions:
         raise HarnessError(f"--variant {config.variant} turns C-STS conditions into questions: use --dataset csts")
     if config.variant != "case" and config.embed != EmbedOptions():
         raise HarnessError("--case-setting, --case-inputs and --case-ffn* belong to --variant case")

@@ -18,7 +18,7 @@ T0 = time.process_time()
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from harness.calling.backends.offline import OverlapScorer  # noqa: E402
-from harness.datasets.load import load_dataset  # noqa: E402
+from harness.datasets.choose import load_dataset  # noqa: E402
 from harness.prompting.fewshot import ShotPicker  # noqa: E402
 from harness.prompting.render import PromptRenderer, template_name  # noqa: E402
 from harness.scoring.metrics import compute_metrics  # noqa: E402
@@ -37,7 +37,7 @@ def one_pass(archive: Path, password: Path, k: int) -> dict[str, float]:
     t["load (decrypt + parse CSV)"] = time.process_time() - c
 
     c = time.process_time()
-    picker = ShotPicker("csts", ds.pool, seed=0)
+    picker = ShotPicker("csts", ds.pool, seed=0, paired=True)
     shots = [picker.pick(q, k) for q in ds.examples]
     t["shot selection"] = time.process_time() - c
 
@@ -61,7 +61,16 @@ def one_pass(archive: Path, password: Path, k: int) -> dict[str, float]:
         parsed = parse_score(texts[r.id])
         pred = parsed if parsed is not None else fallback_score(0, q.id, ds.label_range)
         scored.append(
-            Scored(q.id, r.prompt, tuple(x.id for x in s), texts[r.id], parsed, parsed is not None, pred, q.label)
+            Scored(
+                id=q.id,
+                prompt=r.prompt,
+                shot_ids=tuple(x.id for x in s),
+                output=texts[r.id],
+                parsed=parsed,
+                valid=parsed is not None,
+                prediction=pred,
+                label=q.label,
+            )
         )
     t["parse + fallback"] = time.process_time() - c
 

@@ -63,7 +63,7 @@ def build(directory: Path, shape: str) -> int:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
 
-    from harness.datasets.load import load_dataset
+    from harness.datasets.choose import load_dataset
 
     text = [f"{e.sentence1} {e.sentence2}" for e in load_dataset("stsb", "train").examples]
     text += ["Input: Sentence 1: Sentence 2: Condition: Output: Definition: Evaluate the similarity"] * 50

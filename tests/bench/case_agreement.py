@@ -25,7 +25,7 @@ def main() -> None:
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.util import cos_sim
 
-    from harness.datasets.load import load_dataset
+    from harness.datasets.choose import load_dataset
     from harness.variants.case_inputs import sides, vector_texts
 
     config = json.loads((a.run / "config.json").read_text())

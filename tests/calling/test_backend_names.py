@@ -11,7 +11,9 @@ from pathlib import Path
 from harness.calling.backends import BACKENDS
 
 ROOT = Path(__file__).resolve().parents[2] / "harness"
-TABLE = ROOT / "calling" / "backends" / "__init__.py"
+# The table, and what a run's settings make of it (choose.py: with --base-url an unknown name means openai; llama.cpp's
+# grammar goes through openai at a --base-url), which was the table's module until issue 43 split them apart.
+TABLE = (ROOT / "calling" / "backends" / "__init__.py", ROOT / "calling" / "backends" / "choose.py")
 # What runs written before a setting existed meant: their records name the backends of the day.
 KEPT = {("results/read.py", "openai"), ("results/read.py", "anthropic")}
 
@@ -34,7 +36,7 @@ def spelled(path: Path) -> list[tuple[int, str]]:
 def test_no_backend_name_outside_the_table() -> None:
     found = []
     for path in sorted(ROOT.rglob("*.py")):
-        if path == TABLE:
+        if path in TABLE:
             continue
         where = str(path.relative_to(ROOT))
         found += [f"{where}:{line}: {name!r}" for line, name in spelled(path) if (where, name) not in KEPT]

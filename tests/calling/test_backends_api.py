@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.calling.backends import make_backend
 from harness.calling.backends.anthropic import AnthropicBackend
 from harness.calling.backends.base import MalformedReply, PermanentError, RetryableError, retry_after_seconds
+from harness.calling.backends.choose import make_backend
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.openai_names import is_reasoning_model
 from harness.calling.cache import ResponseCache

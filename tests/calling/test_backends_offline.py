@@ -6,7 +6,7 @@ import asyncio
 import random
 from types import SimpleNamespace
 
-from harness.calling.backends import make_backend
+from harness.calling.backends.choose import make_backend
 from harness.calling.backends.offline import _QUERY, OverlapScorer, RandomScorer, query_pair
 from harness.config.settings import RunConfig
 from harness.prompting.render import PromptRenderer

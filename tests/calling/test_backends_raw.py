@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.calling.backends import make_backend
 from harness.calling.backends.anthropic import AnthropicBackend
+from harness.calling.backends.choose import make_backend
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.cache_keys import request_key
 from harness.cli.main import main

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.calling.backends import backend_for, local_models
+from harness.calling.backends import local_models
+from harness.calling.backends.choose import backend_for
 from harness.cli.main import main
 from harness.config.settings import LocalOptions
 from harness.types import Completion, Request

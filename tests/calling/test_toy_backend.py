@@ -16,7 +16,7 @@ from aiohttp import web
 from harness.calling.backends import BACKENDS, Description
 from harness.calling.backends.offline import overlap_score, query_pair
 from harness.config.settings import ApiOptions, RunConfig
-from harness.datasets.load import LABEL_RANGES
+from harness.datasets import DATASETS
 from harness.runner import run
 from harness.types import HarnessError
 from tests.fake_server import FakeServer
@@ -55,7 +55,7 @@ class ToyServer(FakeServer):
             return web.json_response({"error": {"message": "warming up"}}, status=503)
         prompt = body["input"]
         pair = query_pair(prompt)
-        words = overlap_score(*pair, LABEL_RANGES["stsb"]) if pair and len(prompt) % 2 else f"no idea ({KEY})"
+        words = overlap_score(*pair, DATASETS["stsb"].label_range) if pair and len(prompt) % 2 else f"no idea ({KEY})"
         self.words[prompt] = words
         meter = {"read": len(prompt.split()), "wrote": len(words.split())}
         reply = {"result": {"words": words, "ended": "done"}, "engine": body["engine"], "meter": meter}

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.calling.backends import backend_key, chat_mode
 from harness.calling.backends.base import RemoteBackend
+from harness.calling.backends.choose import backend_key, chat_mode
 from harness.calling.backends.offline import overlap_score, query_pair
 from harness.config.settings import RunConfig
-from harness.datasets.load import LABEL_RANGES
+from harness.datasets.choose import describe_dataset
 from harness.types import Completion, Request, Usage
 
 
@@ -22,7 +22,7 @@ def from_config(config: RunConfig) -> ToyBackend:
     return ToyBackend(
         config.model,
         backend_key("toy", config.api.base_urls),
-        LABEL_RANGES[config.dataset],
+        describe_dataset(config.dataset).label_range,
         chat=chat_mode(config),
         stop=config.stop,
     )

@@ -49,8 +49,8 @@ def test_a_single_value_is_no_grid_and_other_options_take_no_lists() -> None:
         (["--model", "a,,b"], "--model 'a,,b': empty item in the comma list"),
         (["--shots", "0,x"], "--shots: 'x' is not an integer"),
         (["--shots", "x"], "argument --shots: invalid int value: 'x'"),
-        (["--dataset", "csts,sick"], "unknown dataset 'sick' in --dataset; choose from csts, stsb"),
-        (["--dataset", "sick"], "argument --dataset: invalid choice: 'sick' (choose from 'csts', 'stsb')"),
+        (["--dataset", "csts,sick"], "unknown dataset 'sick'; choose from csts, stsb, or a dataset file (.toml"),
+        (["--dataset", "sick"], "unknown dataset 'sick'; choose from csts, stsb, or a dataset file (.toml"),
     ],
 )
 def test_a_bad_grid_value_is_one_line_and_writes_nothing(

@@ -77,7 +77,7 @@ def test_a_mistyped_command_is_named_as_one(capsys: pytest.CaptureFixture[str]) 
 def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--model", "overlap", "--dataset", "imdb"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "argument --dataset: invalid choice: 'imdb'" in err
+    assert err.count("\n") == 1 and "unknown dataset 'imdb'; choose from csts, stsb, or a dataset file" in err
 
 
 @pytest.mark.parametrize(
@@ -87,7 +87,7 @@ def test_chat_is_three_way_and_local_backends_keep_reading_it(
     flag: list[str], chat: bool | None, local_chat: bool
 ) -> None:
     """One flag (RunConfig.chat): the local engines' chat template follows it, raw text when not given."""
-    from harness.calling.backends import chat_mode
+    from harness.calling.backends.choose import chat_mode
     from harness.cli.configs import config_from_args
 
     config = config_from_args(run_parser().parse_args(["--model", "x", "--backend", "hf", *flag]))

@@ -263,8 +263,14 @@ BAD: list[tuple[list[str], str]] = [
     (["--shots", "x"], "argument --shots: invalid int value: 'x'"),
     (["--shots", "0,x"], "--shots: 'x' is not an integer"),
     (["--model", "a,,b"], "--model 'a,,b': empty item in the comma list"),
-    (["--dataset", "sick"], "argument --dataset: invalid choice: 'sick' (choose from 'csts', 'stsb')"),
-    (["--dataset", "stsb,sick"], "unknown dataset 'sick' in --dataset; choose from csts, stsb"),
+    (
+        ["--dataset", "sick"],
+        "unknown dataset 'sick'; choose from csts, stsb, or a dataset file (.toml: docs/extending.md)",
+    ),
+    (
+        ["--dataset", "stsb,sick"],
+        "unknown dataset 'sick'; choose from csts, stsb, or a dataset file (.toml: docs/extending.md)",
+    ),
     (["--seed", "1,2"], "argument --seed: invalid int value: '1,2'"),
     (
         ["--variant", "pairs"],

@@ -7,9 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from harness.datasets.load import LoadCache, load_dataset, parse_csts_csv, parse_stsb_tsv
-from harness.types import HarnessError
+from harness.datasets import DATASETS
+from harness.datasets import load as loaders
+from harness.datasets.choose import load_dataset
+from harness.datasets.description import LoadCache
+from harness.types import Example, HarnessError
 from tests.conftest import csv_bytes, synthetic_rows
+
+
+def parse_csts_csv(data: bytes, source: str, split: str) -> tuple[Example, ...]:
+    """The C-STS parser on its scale from the table (DATASETS' line)."""
+    return loaders.parse_csts_csv(data, source, split, DATASETS["csts"].label_range)
+
+
+def parse_stsb_tsv(data: bytes, source: str) -> tuple[Example, ...]:
+    return loaders.parse_stsb_tsv(data, source, DATASETS["stsb"].label_range)
 
 
 def test_loads_a_directory_with_train_as_pool(csts_dir: Path) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.datasets.choose import load_dataset
 from harness.datasets.labels import apply_label_set, load_reannotated, reannotated_test_ids, take_subset
-from harness.datasets.load import load_dataset
 from harness.reporting.datasets import csts_label_agreement
 from harness.types import Dataset, Example, HarnessError
 from tests.conftest import SHARED_ARCHIVE, SHARED_PASSWORD, requires_shared
@@ -16,7 +16,7 @@ from tests.conftest import SHARED_ARCHIVE, SHARED_PASSWORD, requires_shared
 
 def _validation(n: int = 2834) -> Dataset:
     examples = tuple(Example(str(i), f"a {i}", f"b {i}", "c", float(i % 5 + 1)) for i in range(n))
-    return Dataset("csts", "validation", examples, (), (1.0, 5.0))
+    return Dataset("csts", "validation", examples, (), (1.0, 5.0), conditions=True)
 
 
 def test_vendored_file_has_every_validation_row() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.datasets import DATASETS
 from harness.datasets.labels import (
     apply_label_set,
     conditions_hash,
@@ -21,7 +22,7 @@ from harness.types import Dataset, Example, HarnessError
 
 def _split(n: int = 6, name: str = "csts", split: str = "train") -> Dataset:
     examples = tuple(Example(str(i), f"a {i}", f"b {i}", f"The cond {i}.", float(i % 5 + 1)) for i in range(n))
-    return Dataset(name, split, examples, (), (1.0, 5.0), {"csts_train.csv": "abc"})
+    return Dataset(name, split, examples, (), (1.0, 5.0), {"csts_train.csv": "abc"}, DATASETS[name].conditions)
 
 
 def test_labels_tsv_round_trips_with_and_without_conditions(tmp_path: Path) -> None:
@@ -78,7 +79,7 @@ def test_a_bad_labels_file_is_one_error(tmp_path: Path, body: str, message: str)
 def test_conditions_only_where_the_dataset_has_them(tmp_path: Path) -> None:
     path = tmp_path / "c.tsv"
     path.write_text(labels_tsv({"0": 3}, {"0": "x"}))
-    stsb = dataclasses.replace(_split(), name="stsb", label_range=(0.0, 5.0))
+    stsb = dataclasses.replace(_split(), name="stsb", label_range=(0.0, 5.0), conditions=False)
     with pytest.raises(HarnessError, match="has conditions, but stsb has none"):
         apply_label_set(stsb, str(path))
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.datasets.overlap import overlap
 from harness.types import Example
 from tests.conftest import SHARED_ARCHIVE, SHARED_PASSWORD, requires_shared

@@ -7,7 +7,8 @@ from collections import Counter
 
 import pytest
 
-from harness.datasets.load import load_dataset, pair_ids, pair_key
+from harness.datasets.choose import load_dataset
+from harness.datasets.load import pair_ids, pair_key
 from harness.types import Example
 from tests.conftest import SHARED_ARCHIVE, SHARED_PASSWORD, requires_shared
 

@@ -61,5 +61,5 @@ def test_shared_release_has_the_published_split_sizes() -> None:
     from harness.datasets.release import read_password
 
     files = decrypt_release(SHARED_ARCHIVE, read_password(SHARED_PASSWORD))
-    sizes = {n: len(parse_csts_csv(b, n, n.split("_")[1][:-4])) for n, b in files.items()}
+    sizes = {n: len(parse_csts_csv(b, n, n.split("_")[1][:-4], (1.0, 5.0))) for n, b in files.items()}
     assert sizes == {"csts_train.csv": 11342, "csts_validation.csv": 2834, "csts_test.csv": 4732}

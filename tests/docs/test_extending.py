@@ -18,6 +18,7 @@ KINDS = {
     "variant": ("## A new variant", "tests.variants.test_new_variant", "VARIANTS"),
     "metric": ("## A new metric", "tests.scoring.test_new_metric", "METRICS"),
     "section": ("## A new report section", "tests.reporting.test_new_section", "SECTIONS"),
+    "dataset": ("## A new dataset", "tests.datasets.test_files", "DATASETS"),
 }
 
 

@@ -15,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from harness.datasets import DATASETS
 from harness.prompting.fewshot import REFERENCE_SEED, ReferencePicker, ShotPicker
 from harness.types import Example
 
@@ -55,13 +56,14 @@ def draw_all() -> dict[str, dict[str, list[str]]]:
     for dataset, pool in (("csts", csts_pool()), ("stsb", stsb_pool())):
         qs = queries(dataset)
         sizes = {"train": len(pool), "validation": len(qs)}
+        paired = DATASETS[dataset].conditions
         pickers: dict[str, ShotPicker | ReferencePicker] = {
-            f"seeded/{dataset}/0": ShotPicker(dataset, pool, 0),
-            f"seeded/{dataset}/7": ShotPicker(dataset, pool, 7),
+            f"seeded/{dataset}/0": ShotPicker(dataset, pool, 0, paired=paired),
+            f"seeded/{dataset}/7": ShotPicker(dataset, pool, 7, paired=paired),
             f"reference/{dataset}/{REFERENCE_SEED}": ReferencePicker(
-                dataset, pool, "validation", sizes, REFERENCE_SEED
+                dataset, pool, "validation", sizes, REFERENCE_SEED, paired=paired
             ),
-            f"reference/{dataset}/3": ReferencePicker(dataset, pool, "validation", sizes, 3),
+            f"reference/{dataset}/3": ReferencePicker(dataset, pool, "validation", sizes, 3, paired=paired),
         }
         for name, picker in pickers.items():
             for k in KS:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from harness.cli.main import main
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.prompting.fewshot import REFERENCE_SEED, ReferencePicker
 from harness.types import Example
 from tests.conftest import write_synthetic_csts
@@ -85,7 +85,7 @@ def test_csts_matches_the_script_query_for_query_in_every_split(tmp_path: Path, 
     expected = make_dataset({s: rows(e) for s, e in splits.items()}, k, seed, is_stsb=False)
     sizes = {s: len(e) for s, e in splits.items()}
     for split in ("train", "validation", "test"):
-        picker = ReferencePicker("csts", splits["train"], split, sizes, seed)
+        picker = ReferencePicker("csts", splits["train"], split, sizes, seed, paired=True)
         got = [[int(s.id) for s in picker.pick(q, k)] for q in splits[split]]
         assert got == expected[split], split
 
@@ -96,11 +96,11 @@ def test_stsb_matches_the_script_including_its_own_index_exclusion(k: int) -> No
     expected = make_dataset({"train": rows(train), "validation": rows(validation)}, k, 42, is_stsb=True)
     sizes = {"train": 40, "validation": 15}
     for split, examples in (("train", train), ("validation", validation)):
-        picker = ReferencePicker("stsb", train, split, sizes, 42)
+        picker = ReferencePicker("stsb", train, split, sizes, 42, paired=False)
         got = [[int(s.id) for s in picker.pick(q, k)] for q in examples]
         assert got == expected[split], split
     # the script never gives train row ix to train query ix
-    picker = ReferencePicker("stsb", train, "train", sizes, 42)
+    picker = ReferencePicker("stsb", train, "train", sizes, 42, paired=False)
     assert all(q.id not in {s.id for s in picker.pick(q, k)} for q in train)
 
 
@@ -108,7 +108,7 @@ def test_large_stsb_pool_uses_the_same_draws_as_the_literal_list() -> None:
     """Above random.sample's small-population threshold the draw indexes the population: same result."""
     train = stsb_like(300, "t")
     expected = make_dataset({"train": rows(train)}, 8, 42, is_stsb=True)["train"]
-    picker = ReferencePicker("stsb", train, "train", {"train": 300}, 42)
+    picker = ReferencePicker("stsb", train, "train", {"train": 300}, 42, paired=False)
     assert [[int(s.id) for s in picker.pick(q, 8)] for q in train] == expected
 
 

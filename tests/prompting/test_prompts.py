@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.prompting.render import TEMPLATES_DIR, PromptRenderer, template_name
 from harness.types import Example, HarnessError
 from tests.conftest import SHARED, SHARED_ARCHIVE, SHARED_PASSWORD, requires_shared

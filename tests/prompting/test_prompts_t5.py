@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.prompting.fewshot import ShotPicker
 from harness.prompting.render import PromptRenderer, template_name
 from harness.types import Example
@@ -89,7 +89,7 @@ def reference_t5(query: Example, shots: list[Example], instruction: str | None, 
 def test_every_csts_validation_prompt_matches_the_reference_rule(instr: str) -> None:
     ds = load_dataset("csts", "validation", archive=SHARED_ARCHIVE, password_file=SHARED_PASSWORD)
     renderer = PromptRenderer(template_name("csts", instr, f"t5-{instr}"))
-    picker = ShotPicker("csts", ds.pool, seed=0)
+    picker = ShotPicker("csts", ds.pool, seed=0, paired=True)
     instruction = (
         None if instr == "none" else PromptRenderer(f"csts/{instr}.j2").render(ds.examples[0], []).split("\n")[0]
     )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.datasets import DATASETS
 from harness.reporting.published import OTHER_SPLITS, SPLIT_SIZES, load_published, match, not_comparable
 from harness.types import HarnessError
 
@@ -54,6 +55,11 @@ def test_every_published_setting_has_a_known_split_size() -> None:
         assert (p.dataset, p.split, p.labels) in SPLIT_SIZES | OTHER_SPLITS, p
 
 
+def test_the_datasets_with_published_numbers_are_those_the_table_says() -> None:
+    """DATASETS' `published` (harness/datasets/__init__.py) is what paper_results.csv holds, no more, no less."""
+    assert {p.dataset for p in load_published()} == {name for name, d in DATASETS.items() if d.published}
+
+
 def test_open_models_were_sent_raw_text() -> None:
     row = match(load_published(), "google/flan-t5-xl", "csts", "validation", "long", 4)
     assert row is not None
@@ -71,8 +77,8 @@ def test_a_malformed_published_file_is_one_error(tmp_path: Path) -> None:
 
 def test_split_sizes_are_the_data_we_ship_and_the_papers_test_split() -> None:
     """Each size derived from the data itself (C-STS test: Deshpande et al. 2023 Table 1, 4,732 rows)."""
+    from harness.datasets.choose import load_dataset
     from harness.datasets.labels import SUBSET_SPLITS, load_reannotated, reannotated_test_ids
-    from harness.datasets.load import load_dataset
 
     labels = load_reannotated()
     valid = [uid for uid, label in labels.items() if label is not None]

@@ -38,7 +38,17 @@ def _fake_run(
     golds = [float(1 + (i * 7) % 5) for i in range(40)]
     preds = preds if preds is not None else [g if i % 3 else 3.0 for i, g in enumerate(golds)]
     samples = [
-        Scored(str(i), "prompt", (), f"{p}", p, True, p, g, None, str(i - i % 2) if dataset == "csts" else None)
+        Scored(
+            id=str(i),
+            prompt="prompt",
+            shot_ids=(),
+            output=f"{p}",
+            parsed=p,
+            valid=True,
+            prediction=p,
+            label=g,
+            pair=str(i - i % 2) if dataset == "csts" else None,
+        )
         for i, (p, g) in enumerate(zip(preds, golds, strict=True))
     ]
     label_range = [1.0, 5.0] if dataset == "csts" else [0.0, 5.0]

@@ -55,7 +55,18 @@ def test_expected_stays_in_range_and_is_none_only_without_any_valid_mass() -> No
 
 
 def _scored(i: int, expected: float | None, label: float, mass: float = 0.9, parsed: float = 3.0) -> Scored:
-    return Scored(str(i), "p", (), "3", parsed, True, parsed, label, expected=expected, expected_mass=mass)
+    return Scored(
+        id=str(i),
+        prompt="p",
+        shot_ids=(),
+        output="3",
+        parsed=parsed,
+        valid=True,
+        prediction=parsed,
+        label=label,
+        expected=expected,
+        expected_mass=mass,
+    )
 
 
 def test_metrics_use_the_expected_scores_only_and_flag_low_mass() -> None:

@@ -13,7 +13,17 @@ from harness.types import Scored
 
 
 def _s(i: int, parsed: float | None, prediction: float | None, label: float | None, error: str | None = None) -> Scored:
-    return Scored(str(i), "p", (), None, parsed, parsed is not None, prediction, label, error)
+    return Scored(
+        id=str(i),
+        prompt="p",
+        shot_ids=(),
+        output=None,
+        parsed=parsed,
+        valid=parsed is not None,
+        prediction=prediction,
+        label=label,
+        error=error,
+    )
 
 
 def test_spearman_and_pearson_match_scipy_with_ties() -> None:

@@ -48,8 +48,10 @@ def test_a_new_metric_runs_end_to_end(
     assert main(["report", str(run), "--out", str(tmp_path / "report")]) == 0
     md = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
     part = md[md.index("## More metrics") :]
-    row = next(x for x in part.splitlines() if x.startswith("| R1 "))
-    assert [c.strip() for c in row.strip("|").split("|")][-2:] == [f"{metrics['mse']:.2f}", f"{expected:.2f}"]
-    assert "| Kendall's tau-b (kendall) |" in part
+    cells = [[c.strip() for c in x.strip().strip("|").split("|")] for x in part.splitlines() if x.startswith("| ")]
+    header, r1 = cells[0], next(r for r in cells if r[0] == "R1")
+    columns = dict(zip(header, r1, strict=True))  # by the column's name: a metric added later moves no column
+    assert columns["Kendall's tau-b (kendall)"] == f"{expected:.2f}"
+    assert columns[f"{METRICS['mse'].title} (mse)"] == f"{metrics['mse']:.2f}"
     page = html.unescape((tmp_path / "report" / "index.html").read_text(encoding="utf-8"))
     assert '<section id="metrics">' in page and f"<td>{expected:.2f}</td>" in page

@@ -20,7 +20,7 @@ def _prep(name: str = "csts", n: int = 4) -> Prepared:
         s1, s2 = (f"a{pair}", f"b{pair}") if i % 2 == 0 else (f"b{pair}", f"a{pair}")
         rows.append(Example(str(i), s1, s2, f"c{i}", 1.0 + i % 5))
     label_range = (1.0, 5.0) if name == "csts" else (0.0, 5.0)
-    ds = Dataset(name, "validation", tuple(rows), tuple(rows), label_range)
+    ds = Dataset(name, "validation", tuple(rows), tuple(rows), label_range, conditions=name == "csts")
     shots = tuple((rows[(i + 1) % n],) if i % 2 else () for i in range(n))
     requests = tuple(Request(f"r{i}", f"prompt {i}") for i in range(n))
     return Prepared(ds, tuple(rows), shots, requests, renderer=None)  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from harness.cli.main import main
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.variants.case_ffn import Pairs, project_cosines, train
 from tests.fake_server import FakeServer
 

@@ -4,6 +4,7 @@ against tests/fake_server.py on 127.0.0.1 (its vectors are bags of words), synth
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +12,12 @@ import pytest
 from scipy.stats import pearsonr, spearmanr
 
 from harness.cli.main import main
-from harness.datasets.load import load_dataset
+from harness.config.sections import EmbedOptions
+from harness.config.settings import RunConfig
+from harness.config.validate import validate
+from harness.datasets.choose import load_dataset
 from harness.scoring.isotropy import isotropy
+from harness.types import HarnessError
 from harness.variants.case_inputs import TABLE1_SETTINGS, sides, texts_for, vector_texts
 from tests.fake_server import FakeServer, bag_of_words
 
@@ -94,11 +99,12 @@ def test_dry_run_prices_every_distinct_text_and_max_cost_stops_sending(csts_dir:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (("--case-setting", "cond-x"), "unknown --case-setting 'cond-x'"),
-        (("--case-inputs", "prose"), "unknown --case-inputs 'prose'"),
-        (("--case-ffn", "deep"), "unknown --case-ffn 'deep'"),
-        (("--dataset", "stsb", "--case-setting", "cond-c"), "STS-B has only `plain`"),
-        (("--dataset", "stsb", "--case-ffn", "linear"), "trains on the C-STS train split"),
+        (("--case-setting", "cond-x"), "--case-setting: invalid choice: 'cond-x'"),
+        (("--case-inputs", "prose"), "--case-inputs: invalid choice: 'prose'"),
+        (("--case-ffn", "deep"), "--case-ffn: invalid choice: 'deep'"),
+        (("--case-ffn-dim", "0"), "--case-ffn-dim must be at least 1, got 0"),
+        (("--dataset", "stsb", "--case-setting", "cond-c"), "stsb has only `plain`"),
+        (("--dataset", "stsb", "--case-ffn", "linear"), "trains on the train split of a dataset with conditions"),
         (("--variant", "sentences", "--case-ffn", "linear"), "belong to --variant case"),
     ],
 )
@@ -110,3 +116,22 @@ def test_bad_options_are_one_line_exit_2_nothing_sent_nothing_written(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and message in err[0]
     assert server.calls == [] and not (tmp_path / "r" / "b").exists()
+
+
+@pytest.mark.parametrize(
+    ("embed", "message"),
+    [
+        (
+            EmbedOptions(setting="cond-x"),
+            "unknown --case-setting 'cond-x'; choose from cond-c, cond, sent-c, sent, plain",
+        ),
+        (EmbedOptions(inputs="prose"), "unknown --case-inputs 'prose'; choose from instruct, concat"),
+        (EmbedOptions(ffn="deep"), "unknown --case-ffn 'deep'; choose from none, linear, nonlinear"),
+        (EmbedOptions(ffn_epochs=0), "--case-ffn-epochs must be at least 1, got 0"),
+    ],
+)
+def test_the_case_options_are_checked_where_they_are_declared(embed: EmbedOptions, message: str) -> None:
+    """A configuration from Python or a file, not only the command line: the declaration's choices and checks
+    (harness/config/sections.py EmbedOptions), which config/validate.py runs for every option."""
+    with pytest.raises(HarnessError, match=f"^{re.escape(message)}$"):
+        validate(RunConfig(model="m", variant="case", embed=embed))

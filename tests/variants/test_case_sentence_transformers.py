@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from harness.cli.main import main
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.variants.case_inputs import TABLE1_SETTINGS, sides, vector_texts
 
 requires_minilm = pytest.mark.skipif(

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.results.manifest import check_folder
 from harness.results.read import load_run
 from harness.scoring.errors import rank_labels

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from harness.cli.main import main
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.variants import VARIANTS, Description
 
 # The one line a new variant adds to harness/variants/__init__.py VARIANTS.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.variants.answers import AnswerKey, question_for
 from tests.fake_server import FakeServer, bag_of_words
 

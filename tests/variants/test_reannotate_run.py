@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from harness.cli.main import main
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.types import Example
 from tests.fake_server import FakeServer
 from tests.real_model import MODEL, requires_smollm2

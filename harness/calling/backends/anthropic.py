@@ -22,8 +22,8 @@ import anthropic
 import httpx2
 from anthropic import AsyncAnthropic
 
-from harness.calling.backends import described
 from harness.calling.backends.base import MalformedReply, NotAnAnswer, usage_count
+from harness.calling.backends.choose import described
 from harness.calling.backends.provider import HTTPBackend
 from harness.calling.backends.thinking import thinking_for
 from harness.scoring.constrained import json_schema

@@ -7,13 +7,11 @@ text is the embedding as a JSON list of floats, so a vector is cached like any o
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from harness.calling.backends import backend_name, described
-from harness.calling.backends.base import Backend, LocalBackend, MalformedReply
+from harness.calling.backends.base import LocalBackend, MalformedReply
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.openai_names import default_chat
 from harness.config.settings import RunConfig
@@ -100,18 +98,3 @@ class SentenceTransformerBackend(LocalBackend):
             for r, v in zip(chunk, vectors, strict=True):
                 yield Completion(r.id, json.dumps([float(x) for x in v]))
             await asyncio.sleep(0)  # a turn of the event loop: the cache commits the chunk, the progress bar moves
-
-
-def make_embedding_backend(config: RunConfig) -> Backend:
-    """The qa-embed variant's embedding model: its backend's `embedder` in BACKENDS (OpenAI's embeddings API or a
-    compatible server; a local sentence-transformers model: `--backend sentence-transformers --model DIR`)."""
-    name = backend_name(config)
-    embedder = described(name).embedder
-    if embedder is None:
-        raise HarnessError(
-            f"--variant qa-embed needs an embedding model (OpenAI: text-embedding-3-small, ...; local: "
-            f"--backend sentence-transformers --model DIR), not a {name} model"
-        )
-    module, cls = embedder.split(":")
-    builder: type[OpenAIEmbeddingBackend | SentenceTransformerBackend] = getattr(importlib.import_module(module), cls)
-    return builder.from_config(config)

@@ -18,8 +18,9 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.calling.backends import chat_mode, constrain_scale, hf_steps, local_models, thinking
+from harness.calling.backends import hf_steps, local_models
 from harness.calling.backends.base import LocalBackend
+from harness.calling.backends.choose import chat_mode, constrain_scale, thinking
 from harness.calling.backends.thinking import Thinking, thinking_record
 from harness.config.paper import truncation
 from harness.config.settings import LocalOptions, RunConfig

@@ -95,9 +95,9 @@ def from_config(config: RunConfig) -> LocalBackend:
     if config.model == "random":
         return RandomScorer()
     if config.model == "overlap":
-        from harness.datasets.load import LABEL_RANGES  # here: the data's decryption stays out of `--help`
+        from harness.datasets.choose import describe_dataset
 
-        return OverlapScorer(label_range=LABEL_RANGES[config.dataset])
+        return OverlapScorer(label_range=describe_dataset(config.dataset).label_range)
     raise HarnessError(f"offline backend has no model {config.model!r}; choose from {', '.join(OFFLINE_MODELS)}")
 
 

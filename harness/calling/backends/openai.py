@@ -20,8 +20,8 @@ import httpx2
 import openai
 from openai import AsyncOpenAI
 
-from harness.calling.backends import described
 from harness.calling.backends.base import MalformedReply, NotAnAnswer, PermanentError, usage_count
+from harness.calling.backends.choose import described
 from harness.calling.backends.http import Route
 from harness.calling.backends.http_errors import ErrorReply
 from harness.calling.backends.openai_logprobs import logprob_fields, score_probs_from

@@ -93,7 +93,11 @@ class HTTPBackend(RemoteBackend):
     @classmethod
     def from_config(cls, config: RunConfig) -> Self:
         """The run's model at the provider or at --base-url: its key (the table's key_env), its two sections."""
-        from harness.calling.backends import backend_key, backend_name, decoding  # the table: it imports no provider
+        from harness.calling.backends.choose import (  # here: choose imports the table
+            backend_key,
+            backend_name,
+            decoding,
+        )
 
         key = backend_key(backend_name(config), config.api.base_urls)
         return cls(config.model, key, api=config.api, decoding=decoding(config))

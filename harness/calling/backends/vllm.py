@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from harness.calling.backends import chat_mode, constrain_scale, local_models, thinking
+from harness.calling.backends import local_models
 from harness.calling.backends.base import LocalBackend
+from harness.calling.backends.choose import chat_mode, constrain_scale, thinking
 from harness.calling.backends.thinking import Thinking, thinking_record
 from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.expected import collect_score_probs
