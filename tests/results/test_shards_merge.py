@@ -32,7 +32,19 @@ def part(
 ) -> Run:
     """Part k of n of a run of `total` queries q0..q{total-1}: positions k-1, k-1+n, ..."""
     ids = [f"q{i}" for i in range(k - 1, total, n)][:samples]
-    scored = tuple(Scored(i, f"prompt {i}", (), float(len(i)), f"{len(i)}", float(len(i)), True, None) for i in ids)
+    scored = tuple(
+        Scored(
+            id=i,
+            prompt=f"prompt {i}",
+            shot_ids=(),
+            output=f"{len(i)}",
+            parsed=float(len(i)),
+            valid=True,
+            prediction=float(len(i)),
+            label=None,
+        )
+        for i in ids
+    )
     record = {
         "model": "m",
         "config_hash": f"{whole}-{k}",
