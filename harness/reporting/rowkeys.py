@@ -83,7 +83,7 @@ def label_rows(table: pd.DataFrame, runs: Sequence[Run]) -> tuple[list[str], lis
         for i, tags in zip(idx, _config_differences([runs[i].config for i in idx]), strict=True):
             labels[i] += "".join(f" · {t}" for t in tags)
     for idx in _shared_cells(live, labels):
-        first = idx[0]  # the cell's label and k, before each run's ref joins its label
+        first = min(idx)  # the cell's first row: its label and k, before each run's ref joins its label
         same, k = labels[first], table.at[first, "shots"]
         refs = [str(table.at[i, "ref"]) for i in idx]
         for i in idx:
