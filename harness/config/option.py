@@ -188,9 +188,12 @@ def name_of(d: Declared) -> str:
 
 def value_at(obj: Any, path: Sequence[str]) -> Any:
     """The value at a field path of a RunConfig, or of its config.json `settings` (a dict); None where a switch's
-    section is off (--batch not given) or an older record lacks it."""
+    section is off (--batch not given), or a record lacks it or holds no section where one should be."""
     for name in path:
-        if obj is None:
+        if isinstance(obj, dict):
+            obj = obj.get(name)
+        elif dataclasses.is_dataclass(obj):
+            obj = getattr(obj, name)
+        else:  # None (a section switched off), or a record holding something else where a section should be
             return None
-        obj = obj.get(name) if isinstance(obj, dict) else getattr(obj, name)
     return obj

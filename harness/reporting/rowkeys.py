@@ -83,13 +83,12 @@ def label_rows(table: pd.DataFrame, runs: Sequence[Run]) -> tuple[list[str], lis
         for i, tags in zip(idx, _config_differences([runs[i].config for i in idx]), strict=True):
             labels[i] += "".join(f" · {t}" for t in tags)
     for idx in _shared_cells(live, labels):
+        first = min(idx)  # the cell's first row: its label and k, before each run's ref joins its label
+        same, k = labels[first], table.at[first, "shots"]
         refs = [str(table.at[i, "ref"]) for i in idx]
         for i in idx:
             labels[i] += f" · {table.at[i, 'ref']}"
-        notes.append(
-            f"{', '.join(refs)} are the same setting ({labels[idx[0]].rsplit(' · ', 1)[0]}, "
-            f"k={table.at[idx[0], 'shots']}): each is shown in a row of its own"
-        )
+        notes.append(f"{', '.join(refs)} are the same setting ({same}, k={k}): each is shown in a row of its own")
     return labels, notes
 
 

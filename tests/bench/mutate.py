@@ -56,11 +56,7 @@ MODULES: dict[str, list[str]] = {
     "harness/datasets/labels.py": ["tests/datasets/test_labels.py"],
     "harness/calling/cache_keys.py": ["tests/calling/test_cache_keys.py"],
     "harness/config/keys.py": ["tests/config/test_keys.py", "tests/config/test_affects.py"],
-    "harness/config/option.py": [
-        "tests/config/test_affects.py",
-        "tests/config/test_keys.py",
-        "tests/cli/test_declared.py",
-    ],
+    "harness/config/option.py": ["tests/config/test_option.py", "tests/config/test_affects.py"],
     "harness/results/read.py": ["tests/results/test_read.py"],
     "harness/results/shards.py": ["tests/results/test_shards_merge.py"],
     "harness/reporting/rowkeys.py": ["tests/reporting/test_rowkeys.py"],

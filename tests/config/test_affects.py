@@ -67,6 +67,8 @@ def test_marked_and_value_at() -> None:
     assert value_at(config, ("api", "batch", "poll")) is None  # --batch off
     assert value_at({"api": {"batch": None}}, ("api", "batch", "poll")) is None
     assert value_at({"api": {}}, ("api", "timeout")) is None  # an older config.json's settings
+    assert value_at({"api": "split"}, ("api", "timeout")) is None  # a record with no section where one should be
+    assert value_at({"api": [1]}, ("api", "index")) is None
 
 
 # The marks each setting got (docs/options.md and the issue-41 note list them): a changed mark is a decision,

@@ -152,3 +152,40 @@ def test_run_settings_reads_what_differences_needs(tmp_path: object, config: dic
     run = load_run(make_run(Path(str(tmp_path)), "r", "gpt-4", n=4, config=config))
     got = run_settings(run, served)
     assert {k: got[k] for k in want} == want
+
+
+def test_a_published_setting_without_a_rule_is_judged_against_its_default() -> None:
+    """`published` (run_settings: every PUBLISHED setting JUDGED does not name, as (ours, the declared default))."""
+    run = GPT | {
+        "published": {
+            "subset_seed": (3, 0),
+            "embed.inputs": ("instruct", "instruct"),
+            "api.anthropic_greedy": (None, False),
+        }
+    }
+    assert differences(D11, "GPT-4", "long", 4, "sentences", run) == [
+        "subset_seed=3 (paper: 0)",
+        "api.anthropic_greedy=none (paper: False)",
+    ]
+    assert differences(D11, "GPT-4", "long", 4, "sentences", GPT | {"published": "not a mapping"}) == []
+
+
+def test_judged_names_published_settings_and_the_rest_are_compared_with_their_defaults() -> None:
+    from harness.config.option import Affects, marked, name_of
+    from harness.config.settings import RunConfig
+    from harness.reporting.paper_settings import JUDGED, published_settings
+
+    published = {name_of(d) for d in marked(RunConfig, Affects.PUBLISHED)}
+    assert set(JUDGED) <= published and {"model", "template", "embed.ffn", "api.reasoning"} <= set(JUDGED)
+    got = published_settings({"subset_seed": 3, "embed": {"ffn_dim": 256}})
+    assert set(got) == published - set(JUDGED)
+    assert got["subset_seed"] == (3, 0) and got["embed.ffn_dim"] == (256, 512) and got["embed.inputs"][0] == "instruct"
+
+
+def test_matched_at_one_shot_and_for_tus_base_prompt() -> None:
+    assert matched(D11, "GPT-4", "none", 1, "sentences") == (
+        "comparable: every setting as published (template none, reference shots, seed 42, gpt-4-0314)"
+    )
+    assert matched(TU, "GPT-3.5", "short", 0, "sentences") == (
+        "comparable: every setting as published (template tu-base, gpt-3.5-turbo-1106)"
+    )
