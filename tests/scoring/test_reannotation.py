@@ -177,6 +177,8 @@ def test_the_prompts_own_objects_in_order_outer_ones_only() -> None:
 def test_an_unusable_field_keeps_the_justification() -> None:
     assert read_condition('{"improved_condition": "", "justification": "j"}') == Reading(None, "j", "bad-field")
     assert read_rating('{"rating": 7, "justification": "j"}') == Reading(None, "j", "bad-field")
+    surrogate = '{"improved_condition": "a \\ud800", "justification": "j"}'
+    assert read_condition(surrogate) == Reading(None, "j", "unencodable")
 
 
 def test_only_json_and_embedded_readings_are_valid() -> None:
