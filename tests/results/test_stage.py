@@ -8,12 +8,14 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from harness.results.claims import claim, clean_stale
-from harness.results.stage import staged, umask
+from harness.results.stage import held, staged, umask
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,6 +104,24 @@ def test_a_writer_killed_mid_write_leaves_no_half_folder(tmp_path: Path, kind: s
         assert visible == ["run"] and _entries(tmp_path / "run") == []  # the empty claim of a dead run
         clean_stale(tmp_path)  # what the next run in this folder does first
         assert _entries(tmp_path) == []
+
+
+def test_held_lets_one_holder_in_at_a_time_and_leaves_no_lock_file(tmp_path: Path) -> None:
+    target, order, inside = tmp_path / "report", [], threading.Event()
+
+    def first() -> None:
+        with held(target):
+            inside.set()
+            time.sleep(0.3)  # the second waits however long this takes: only the order is asserted
+            order.append("first out")
+
+    holder = threading.Thread(target=first)
+    holder.start()
+    assert inside.wait(30)
+    with held(target):  # another open file of the same lock: flock makes it wait, in one process too
+        order.append("second in")
+    holder.join()
+    assert order == ["first out", "second in"] and _entries(tmp_path) == []
 
 
 RACING = """

@@ -140,8 +140,9 @@ def test_a_failed_parse_resumes_after_its_failure() -> None:
 def test_the_search_gives_up_after_max_tries_places() -> None:
     """docs/variants.md: the search "gives up after 2,000 starts"; an object after that many failed ones is lost."""
     failed = '{"a" x} '  # a "{" with a key's quote that parses to no object
-    assert read_rating(failed * (MAX_TRIES - 1) + '{"rating": 2}') == Reading(2, None, "embedded")
-    assert read_rating(failed * MAX_TRIES + '{"rating": 2}') == Reading(None, None, "invalid-json")
+    assert MAX_TRIES == 2000
+    assert read_rating(failed * 1999 + '{"rating": 2}') == Reading(2, None, "embedded")
+    assert read_rating(failed * 2000 + '{"rating": 2}') == Reading(None, None, "invalid-json")
 
 
 def test_what_deep_brackets_hold_is_skipped_whole() -> None:
@@ -155,6 +156,15 @@ def test_what_deep_brackets_hold_is_skipped_whole() -> None:
     assert read_rating(shallow) == Reading(3, None, "embedded")
 
 
+def test_deep_brackets_that_close_on_a_chunks_last_closer_end_there() -> None:
+    """The count goes 4,096 characters at a time and passes over a chunk only where it cannot reach 0: here the
+    second chunk's closers bring it to exactly 0, at that chunk's last closer."""
+    first = '{"x": ' + "[" * 4090  # 4,096 characters: depth 4,091 after the first chunk
+    second = "]" * 4090 + "}" + ", x, "  # 4,096 characters, 4,091 closers, no opener
+    assert len(first) == len(second) == 4096
+    assert read_rating(first + second + '{"rating": 2}') == Reading(2, None, "embedded")
+
+
 def test_the_prompts_own_objects_in_order_outer_ones_only() -> None:
     prompt = 'Reply as {"rating": N}. Examples: {"rating": 4, "justification": "a"} {{"rating": 2} {"n": {"m": 1}}'
     assert prompt_objects(prompt) == [{"rating": 4, "justification": "a"}, {"rating": 2}, {"n": {"m": 1}}]
@@ -162,6 +172,13 @@ def test_the_prompts_own_objects_in_order_outer_ones_only() -> None:
     assert read_rating('{"rating": 4, "justification": "a"}', prompt=prompt) == Reading(None, "a", "echo")
     assert read_rating('{"rating": 4, "justification": "b"}', prompt=prompt) == Reading(4, "b", "json")
     assert read_condition('{"improved_condition": "x"}', prompt='{"improved_condition": "x"}').status == "echo"
+
+
+def test_an_unusable_field_keeps_the_justification() -> None:
+    assert read_condition('{"improved_condition": "", "justification": "j"}') == Reading(None, "j", "bad-field")
+    assert read_rating('{"rating": 7, "justification": "j"}') == Reading(None, "j", "bad-field")
+    surrogate = '{"improved_condition": "a \\ud800", "justification": "j"}'
+    assert read_condition(surrogate) == Reading(None, "j", "unencodable")
 
 
 def test_only_json_and_embedded_readings_are_valid() -> None:
