@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -248,7 +248,9 @@ def _split_label(config: RunConfig) -> str:
 def _decoding_identity(config: RunConfig) -> dict[str, Any]:
     """Settings that change the requests or the scoring, recorded in the config_hash only when not the
     default, so runs made before these options existed keep their hashes (and sweeps keep reusing them)."""
-    defaults = RunConfig(model="")
+    # The shot sampler's default was `seeded` until `reference` (the paper's) became it: hashes keep that baseline,
+    # so a run under either sampler keeps the hash it had (shots_hash tells their draws apart as well).
+    defaults = replace(RunConfig(model=""), shot_sampler="seeded")
     names = ("chat", "stop", "max_tokens", "shot_sampler", "scoring", "constrain", "parse")
     return {n: getattr(config, n) for n in names if getattr(config, n) != getattr(defaults, n)}
 

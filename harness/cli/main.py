@@ -62,6 +62,7 @@ def execute(args: argparse.Namespace) -> tuple[int, list[Path], Path | None]:
     m = result.metrics
     if config.dry_run:
         print_dry_run(m)
+        print(dry_run_protocol(result.run_dir))
     else:
         print_summary(m, config.model)
         if (line := qa_embed_yardstick(config, m)) is not None:
@@ -69,6 +70,15 @@ def execute(args: argparse.Namespace) -> tuple[int, list[Path], Path | None]:
     print(f"results: {result.run_dir}")
     # Failed requests leave the run incomplete: a non-zero exit tells scripts to rerun (only those are resent).
     return (EXIT_INCOMPLETE if m.get("errors") else 0), [result.run_dir], None
+
+
+def dry_run_protocol(run_dir: Path) -> str:
+    """Whether a lone dry run's settings are the paper's (reporting/recipe.py `protocol_line`)."""
+    from harness.reporting.published import load_published
+    from harness.reporting.recipe import protocol_line
+    from harness.results.read import load_run
+
+    return protocol_line(load_run(run_dir), load_published())
 
 
 def cmd_extract(argv: Sequence[str]) -> int:
