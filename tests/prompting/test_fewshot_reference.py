@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from harness.cli.main import main
-from harness.datasets.load import load_dataset
 from harness.config.settings import RunConfig
+from harness.datasets.load import load_dataset
 from harness.prompting.fewshot import REFERENCE_SEED, ReferencePicker, make_picker
 from harness.types import Example
 from tests.conftest import SHARED, SHARED_ARCHIVE, SHARED_PASSWORD, requires_shared, write_synthetic_csts
@@ -188,4 +188,5 @@ def test_the_default_sampler_gives_every_golden_prompt_its_shots() -> None:
         picker = make_picker(config, ds)
         got = {(c["query_row"], c["shots"]): [int(s.id) for s in picker.pick(ds.examples[c["query_row"]], c["shots"])]
                for c in cases if c["dataset"] == name and c["shots"] > 0}  # fmt: skip
-        assert got == {(c["query_row"], c["shots"]): c["shot_rows"] for c in cases if c["dataset"] == name and c["shots"]}
+        golden = {(c["query_row"], c["shots"]): c["shot_rows"] for c in cases if c["dataset"] == name and c["shots"]}
+        assert got == golden
