@@ -44,7 +44,7 @@ class Interrupted:
 
 # Prompt tokens (all rows together) read per forward pass before generation, on the CPU: a stop waits for at most
 # one such pass, where generate's own prefill of 8 prompts of 99 shots each was one pass of minutes (issue 45).
-PREFILL_TOKENS = 1024
+PREFILL_TOKENS = 256
 
 
 def prefill(torch: Any, tf: Any, lm: Loaded, input_ids: Any, attention_mask: Any, stop: threading.Event) -> Any:
