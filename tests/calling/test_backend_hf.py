@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import sys
 from collections.abc import Sequence
@@ -237,8 +238,20 @@ def test_a_prompt_read_in_chunks_gets_the_answers_of_one_pass(gpt2_dir: Path, mo
     monkeypatch.setattr(hf_steps, "PREFILL_TOKENS", 10**9)
     whole = complete(backend, requests)
     monkeypatch.setattr(hf_steps, "PREFILL_TOKENS", 4 * 32)  # 32 tokens a chunk: about 10 chunks a prompt
+    model = backend.load().model
+    forward, read = model.forward, []
+
+    def counted(*args: object, **kwargs: object) -> object:
+        read.append(kwargs["input_ids"].shape[-1])  # type: ignore[attr-defined]
+        return forward(*args, **kwargs)
+
+    model.forward = functools.wraps(forward)(counted)  # generate reads forward's signature: keep it
     chunked = complete(backend, requests)
     assert {k: c.text for k, c in chunked.items()} == {k: c.text for k, c in whole.items()}
+    # generate goes on from the cache: the last prompt token, then one token a pass; it never reads the prompts again
+    width = max(len(it.ids) for it in backend.tokenize(requests))
+    chunks = -(-(width - 1) // 32)
+    assert read[:chunks] == [32] * (chunks - 1) + [(width - 1) - 32 * (chunks - 1)] and set(read[chunks:]) == {1}
     assert len({c.text for c in whole.values()}) > 1  # answers that differ, so the comparison tells something
 
 
