@@ -130,7 +130,7 @@ def test_the_drawn_shots_are_part_of_the_config_hash(csts_dir: Path, monkeypatch
     from harness.prompting import fewshot
     from harness.runner import plan, shots_hash
 
-    config = RunConfig(model="overlap", data_dir=csts_dir, limit=4, shots=2)
+    config = RunConfig(model="overlap", data_dir=csts_dir, limit=4, shots=2, shot_sampler="seeded")
     before = plan(config).record
     assert before["shots_hash"] == shots_hash(prepare(config))
     monkeypatch.setattr(fewshot, "query_rng", lambda seed, purpose, qid: random.Random(f"{seed}/{qid}/changed"))
