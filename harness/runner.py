@@ -20,7 +20,7 @@ from harness.prompting.fewshot import ReferencePicker, ShotPicker, make_picker
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer
 from harness.results.provenance import git_commit, package_versions
-from harness.results.write import Claim, claim, make_run_id, write_run
+from harness.results.write import Claim, claim, make_run_id, model_label, write_run
 from harness.types import Dataset, HarnessError, Scored
 from harness.variants import variant_module
 from harness.variants.base import Variant
@@ -187,7 +187,7 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
     prompt_name = variant_of(config).run_label(planned.prep)
     part = f"-part{config.shard[0]}of{config.shard[1]}" if config.shard is not None else ""
     name = config.run_id or make_run_id(
-        planned.prep.dataset.name, _split_label(config), config.model, config.shots, prompt_name + part
+        planned.prep.dataset.name, _split_label(config), model_label(config.model), config.shots, prompt_name + part
     )
     # Claimed before the first request: a results folder that cannot be written, or a --run-id in use,
     # fails here, with nothing sent; two runs started together get different folders.

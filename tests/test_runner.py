@@ -75,7 +75,11 @@ def test_new_options_at_their_defaults_keep_old_config_hashes(csts_dir: Path) ->
 
     base = RunConfig(model="overlap", data_dir=csts_dir, limit=3)
     record = plan(base).record
-    assert not {"chat", "stop", "max_tokens", "shot_sampler", "scoring", "parse"} & set(record)
+    assert not {"chat", "stop", "max_tokens", "scoring", "parse"} & set(record)
+    # The default sampler became `reference` (issue 45): hashed as `--shot-sampler reference` was, and `seeded` as
+    # the old default was, so runs under either keep their hashes.
+    assert record["shot_sampler"] == "reference"
+    assert "shot_sampler" not in plan(dataclasses.replace(base, shot_sampler="seeded")).record
     changed = plan(dataclasses.replace(base, max_tokens=5, parse="strict")).record
     assert (changed["max_tokens"], changed["parse"]) == (5, "strict")
     assert changed["config_hash"] != record["config_hash"]
@@ -126,7 +130,7 @@ def test_the_drawn_shots_are_part_of_the_config_hash(csts_dir: Path, monkeypatch
     from harness.prompting import fewshot
     from harness.runner import plan, shots_hash
 
-    config = RunConfig(model="overlap", data_dir=csts_dir, limit=4, shots=2)
+    config = RunConfig(model="overlap", data_dir=csts_dir, limit=4, shots=2, shot_sampler="seeded")
     before = plan(config).record
     assert before["shots_hash"] == shots_hash(prepare(config))
     monkeypatch.setattr(fewshot, "query_rng", lambda seed, purpose, qid: random.Random(f"{seed}/{qid}/changed"))

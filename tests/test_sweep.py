@@ -140,9 +140,9 @@ def test_a_sweep_decrypts_the_archive_once_and_parses_each_file_once(
     parsed: list[str] = []
     real_decrypt, real_parse = load.decrypt_release, load.parse_csts_csv
 
-    def counting_decrypt(archive: Path, password: str) -> dict[str, bytes]:
+    def counting_decrypt(archive: Path, password: str, source: str) -> dict[str, bytes]:
         decrypted.append(archive)
-        return real_decrypt(archive, password)
+        return real_decrypt(archive, password, source)
 
     def counting_parse(data: bytes, source: str, split: str, label_range: tuple[float, float]) -> tuple:  # type: ignore[type-arg]
         parsed.append(Path(source).name)

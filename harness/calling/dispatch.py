@@ -21,8 +21,6 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 
-from tqdm import tqdm
-
 from harness.calling.attempts import Attempts, Reachability
 from harness.calling.backends.base import Backend, LocalBackend, PermanentError, RemoteBackend
 from harness.calling.backends.reading import holds
@@ -32,6 +30,7 @@ from harness.calling.cache import ResponseCache
 from harness.calling.cache_keys import KeyMaker
 from harness.calling.limiter import Limiter
 from harness.calling.options import DispatchOptions, DispatchStats
+from harness.calling.progress import Bar
 from harness.calling.redaction import redact, redact_completion, without_prompt
 from harness.types import Completion, HarnessError, Request
 
@@ -246,28 +245,19 @@ def call(
     batch = options.batch is not None and batchable(backend)
     counts = {"invalid": 0, "errors": 0} if parse else {"errors": 0}
     parsed: dict[str, float | None] = {}
-    shown: tuple[object, ...] = ()  # what the bar's postfix was last formatted from
-    bar = tqdm(  # delay=2: quick runs print nothing; longer ones get rate, ETA, invalid, errors and cost so far.
-        total=len(requests), desc=desc or backend.model, unit="q", file=sys.stderr, delay=2,
-        disable=not options.progress or batch,
-    )  # fmt: skip
+    bar = Bar(requests, desc or backend.model, disable=not options.progress or batch)
+    if isinstance(backend, LocalBackend):
+        backend.on_work = bar.begin  # the estimate's clock starts once the model is loaded (calling/progress.py)
     with bar:
 
         def on_done(c: Completion) -> None:
-            nonlocal shown
             if c.error is not None:
                 counts["errors"] += 1
             elif parse is not None and (parsed.setdefault(c.request_id, parse(c.text))) is None:
                 counts["invalid"] += 1
             if not bar.disable:  # --no-progress: no bar to format a postfix for, 25,000 times in a grid
-                bar.update(1)
-                # Formatted again only when its numbers change: without a price, a few times in a whole run.
                 spent = stats.spent_usd  # complete_all sums it (API backends with a price) before calling this
-                now = (*counts.values(), spent)
-                if now != shown:
-                    shown = now
-                    cost = {"cost": f"${spent:.4f}"} if spent is not None else {}
-                    bar.set_postfix(counts | cost, refresh=False)
+                bar.done(c, counts | ({"cost": f"${spent:.4f}"} if spent is not None else {}))
 
         try:
             if batch:  # --batch: harness/calling/batch, which prints its own progress

@@ -7,6 +7,7 @@ harness/variants/validate.py's."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from harness.calling.backends.choose import described
 from harness.calling.backends.openai_names import default_chat, is_reasoning_model
 from harness.calling.pricing import check_model_name, price_for
 from harness.config.paper import truncation
-from harness.config.settings import RunConfig
+from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.reasoning import parse_tags
 from harness.types import HarnessError
 
@@ -43,6 +44,8 @@ def check_model(config: RunConfig, model: str, name: str, generates: bool) -> No
         raise HarnessError(f"no model directory at {model} (pass a local directory or a hub id)")
     if d.kind in ("engine", "embedder") and not HUB_ID.fullmatch(model) and not Path(model).expanduser().is_dir():
         raise HarnessError(f"no model directory at {model}, and it is no hub id (NAME or NAMESPACE/NAME)")
+    if d.kind in ("engine", "embedder"):
+        check_local_options(config, name, d)
     if d.remote and config.api.max_cost is not None and price_for(model, config.api.prices) is None:
         raise HarnessError(f"--max-cost needs a price for {model!r}: none in the package table; pass --prices FILE")
     if model == config.model and truncation(config.truncate_input, model) is not None and not d.truncates:
@@ -53,6 +56,19 @@ def check_model(config: RunConfig, model: str, name: str, generates: bool) -> No
     if generates and d.kind != "baseline":  # baselines read the prompt as text: no template, no stop sequences
         check_decoding(config, name, d)
         check_reasoning(config, model, name)
+
+
+def check_local_options(config: RunConfig, name: str, d: Description) -> None:
+    """A local option the backend does not use (--data-parallel on hf) is refused, never silently ignored."""
+    defaults = LocalOptions()
+    for f in dataclasses.fields(LocalOptions):
+        value = getattr(config.local, f.name)
+        if f.name not in d.local and value != getattr(defaults, f.name):
+            users = [n for n, b in BACKENDS.items() if f.name in b.local]
+            flag = "--" + f.name.replace("_", "-")
+            verb = "does" if len(users) == 1 else "do"
+            only = f"only {' and '.join(users)} {verb}"
+            raise HarnessError(f"{flag} {value}: the {name} backend does not use it ({only})")
 
 
 def check_reasoning(config: RunConfig, model: str, name: str) -> None:

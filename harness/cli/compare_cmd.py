@@ -33,6 +33,10 @@ def cmd_compare(argv: Sequence[str]) -> int:
         raise HarnessError(f"--resamples must be at least 1, got {a.resamples}")
     if len(a.runs) < 2:
         raise HarnessError(f"compare needs two run folders or more, got one: {a.runs[0]}")
+    seen: dict[Path, Path] = {}
+    for run in a.runs:  # the same folder twice: every difference would be 0 and every p-value 1, nothing learnt
+        if (same := seen.setdefault(run.resolve(), run)) is not run:
+            raise HarnessError(f"compare: {same} and {run} are the same run folder; give two different runs")
     pairs = list(itertools.combinations(a.runs, 2))
     texts = [compare_runs(run_a, run_b, a.resamples, a.seed) for run_a, run_b in pairs]  # all checked, then printed
     if len(pairs) == 1:

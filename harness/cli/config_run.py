@@ -61,6 +61,8 @@ def run_config_file(name: str, command_line: Sequence[str], execute: Execute) ->
         status, dirs, html = execute(args)
         code, run_dirs = max(code, status), run_dirs + dirs
     if source is None and len(runs) == 1:
+        if html is not None:
+            print(f"html: {html.resolve()}")  # the sweep's page, the last line
         return code
     from harness.reporting.published import load_published
     from harness.reporting.recipe import recipe_table

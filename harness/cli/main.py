@@ -47,7 +47,10 @@ def cmd_run(argv: Sequence[str]) -> int:
         from harness.cli.config_run import run_config_file
 
         return run_config_file(name, rest, execute)
-    return execute(run_parser().parse_args(argv))[0]
+    code, _, html = execute(run_parser().parse_args(argv))
+    if html is not None:
+        print(f"html: {html.resolve()}")  # last: the page to open
+    return code
 
 
 def execute(args: argparse.Namespace) -> tuple[int, list[Path], Path | None]:
@@ -62,6 +65,7 @@ def execute(args: argparse.Namespace) -> tuple[int, list[Path], Path | None]:
     m = result.metrics
     if config.dry_run:
         print_dry_run(m)
+        print(dry_run_protocol(result.run_dir))
     else:
         print_summary(m, config.model)
         if (line := qa_embed_yardstick(config, m)) is not None:
@@ -71,17 +75,24 @@ def execute(args: argparse.Namespace) -> tuple[int, list[Path], Path | None]:
     return (EXIT_INCOMPLETE if m.get("errors") else 0), [result.run_dir], None
 
 
-def cmd_extract(argv: Sequence[str]) -> int:
-    import os
+def dry_run_protocol(run_dir: Path) -> str:
+    """Whether a lone dry run's settings are the paper's (reporting/recipe.py `protocol_line`)."""
+    from harness.reporting.published import load_published
+    from harness.reporting.recipe import protocol_line
+    from harness.results.read import load_run
 
-    from harness.datasets.release import extract_release, read_password
+    return protocol_line(load_run(run_dir), load_published())
+
+
+def cmd_extract(argv: Sequence[str]) -> int:
+    from harness.datasets.release import extract_release, find_password
 
     a = extract_parser().parse_args(argv)
     check_output(a.out, "--out", directory=True)
-    password = read_password(a.password_file) if a.password_file else os.environ.get("CSTS_PASSWORD")
-    if password is None:
+    found = find_password(a.password_file)
+    if found is None:
         raise HarnessError("extract needs --password-file FILE (or CSTS_PASSWORD in the environment)")
-    for path in extract_release(a.archive, password, a.out):
+    for path in extract_release(a.archive, found[0], a.out, found[1]):
         print(path)
     return 0
 
@@ -151,8 +162,7 @@ def cmd_sweep(base: RunConfig, grid: dict[str, list[Any]]) -> tuple[int, list[Pa
     if base.dry_run:  # no report is written: the cost of the whole sweep instead of a page to open
         print_dry_run_total([c.estimate for c in result.cells if c.estimate is not None], f"{len(result.cells)} cells")
         return 0, run_dirs, None
-    html = result.sweep_dir / "report" / "index.html"
-    print(f"html: {html.resolve()}")  # last: the page to open
+    html = result.sweep_dir / "report" / "index.html"  # printed last by the caller: once, whatever ran the sweep
     return (EXIT_INCOMPLETE if result.failed else 0), run_dirs, html
 
 
@@ -218,10 +228,15 @@ def _main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as e:
-        if not disk_full(e):
+        if disk_full(e):
+            # A write no step above named (each names its own path where it can): still one line, not a traceback.
+            print(f"error: the disk is full ({e}); answers already in the response cache are kept", file=sys.stderr)
+            return EXIT_USAGE
+        if e.filename is None:
             raise
-        # A write no step above named (each names its own path where it can): still one line, not a traceback.
-        print(f"error: the disk is full ({e}); answers already in the response cache are kept", file=sys.stderr)
+        # Any other refusal of a path (a name too long, no permission, a loop of links): the path and the system's
+        # reason in one line, as every bad input is (docs/running.md "Bad input and exit status").
+        print(f"error: {os_error(e)}", file=sys.stderr)
         return EXIT_USAGE
     except BatchesPending as e:
         print(f"batches pending: {e}", file=sys.stderr)
@@ -232,6 +247,12 @@ def _main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def os_error(e: OSError) -> str:
+    """`PATH: reason` (and the second path of a rename or link) for an OSError on a path."""
+    second = f" -> {e.filename2}" if e.filename2 is not None else ""
+    return f"{e.filename}{second}: {e.strerror or type(e).__name__}"
 
 
 class Terminated(KeyboardInterrupt):

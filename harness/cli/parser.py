@@ -4,6 +4,8 @@ every option added is kept (group, Action, kind) for --config files and the gene
 from __future__ import annotations
 
 import argparse
+import difflib
+import sys
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -63,6 +65,20 @@ class Parser(argparse.ArgumentParser):
         if action.option_strings and kind != "help":
             self.options.append(Option(group, action, kind))
         return action
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """An option this parser does not know is named first, with the one meant (`--modle`: did you mean
+        --model?), before argparse would report a required option missing and never name the typo."""
+        argv = list(sys.argv[1:] if args is None else args)
+        known = {s for a in self._actions for s in a.option_strings}
+        for token in argv:
+            if token == "--":
+                break
+            name = token.split("=", 1)[0]
+            if name.startswith("--") and name not in known:
+                close = difflib.get_close_matches(name, sorted(known), n=1)
+                self.error(f"unrecognized argument {name}" + (f": did you mean {close[0]}?" if close else ""))
+        return super().parse_known_args(argv, namespace)
 
     def error(self, message: str) -> NoReturn:
         raise HarnessError(f"{message} (see `{self.prog} --help`)")

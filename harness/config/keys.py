@@ -17,6 +17,11 @@ from harness.config.settings import RunConfig
 # recorded beside the whole's hash, never in it.
 _PART = ("shard",)
 
+# Defaults changed after runs were hashed: a setting is compared with the default it had then, so runs made before
+# and after the change keep their config_hash (and a sweep keeps reusing them). The reference code's shot stream
+# became the default sampler in issue 45; runs drawn either way still differ in their shots_hash.
+HASHED_AGAINST: dict[tuple[str, ...], Any] = {("shot_sampler",): "seeded"}
+
 
 def _plain(value: Any) -> Any:
     """A value as config.json holds it (a Path as its text, a tuple as a list), so that a RunConfig's value
@@ -34,7 +39,7 @@ def identity_settings(config: RunConfig) -> dict[str, Any]:
         if d.path == _PART:
             continue
         value = value_at(config, d.path)
-        if value != value_at(defaults, d.path):
+        if value != HASHED_AGAINST.get(d.path, value_at(defaults, d.path)):
             out[name_of(d)] = _plain(value)
     return out
 

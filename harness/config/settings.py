@@ -180,10 +180,10 @@ class RunConfig:
         check=at_least(1),
         affects=Affects.REQUEST | Affects.PUBLISHED,
     )
-    shot_sampler: str = option(
-        "seeded",
-        "seeded: shots drawn per query from (seed, query id), independent of order and --limit; reference: "
-        "the published script's one random stream",
+    shot_sampler: str = option(  # the paper's shots by default: Deshpande et al. 2023's run_sts_fewshot.py stream
+        "reference",
+        "reference: the published script's one random stream, drawn over the whole split as filed (the paper's "
+        "shots, whatever --limit, --shard or the order); seeded: shots drawn per query from (seed, query id)",
         group=DECODING,
         choices=SHOT_SAMPLERS,
         affects=Affects.REQUEST | Affects.PUBLISHED,

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from harness.datasets.description import Description, LoadCache, Source
-from harness.datasets.release import OBTAIN_HINT, SPLIT_FILES, decrypt_release, read_password
+from harness.datasets.release import OBTAIN_HINT, SPLIT_FILES, decrypt_release, find_password
 from harness.datasets.rows import check_fields, csv_header, csv_rows, decode, label_value, sha256
 from harness.inputs import read_bytes
 from harness.types import Dataset, Example, HarnessError
@@ -88,12 +88,10 @@ def _read_csts_files(
     data_dir: Path | None, archive: Path | None, password_file: Path | None
 ) -> tuple[dict[str, bytes], str]:
     if archive is not None:
-        password = os.environ.get("CSTS_PASSWORD")
-        if password_file is not None:
-            password = read_password(password_file)
-        if password is None:
+        found = find_password(password_file)
+        if found is None:
             raise HarnessError("--archive needs --password-file FILE (or CSTS_PASSWORD in the environment)")
-        return decrypt_release(archive, password), str(archive)
+        return decrypt_release(archive, *found), str(archive)
     if data_dir is None and os.environ.get("CSTS_DATA_DIR"):
         data_dir = Path(os.environ["CSTS_DATA_DIR"])
     if data_dir is None:

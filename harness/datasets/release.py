@@ -34,8 +34,23 @@ def read_password(path: Path) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def decrypt_release(archive: Path, password: str) -> dict[str, bytes]:
-    """Decrypt the archive in memory and return {file name: bytes} of the three split CSVs."""
+def find_password(password_file: Path | None) -> tuple[str, str] | None:
+    """(the password, where it came from: `--password-file FILE` or `CSTS_PASSWORD`), the file first; None when
+    neither was given. An empty one is refused naming its source, never blamed on an option not given."""
+    if password_file is not None:
+        password, source = read_password(password_file), f"--password-file {password_file}"
+    elif (env := os.environ.get("CSTS_PASSWORD")) is not None:
+        password, source = env, "CSTS_PASSWORD"
+    else:
+        return None
+    if not password:
+        raise HarnessError(f"{source} is empty: it should hold the C-STS archive's password")
+    return password, source
+
+
+def decrypt_release(archive: Path, password: str, source: str = "--password-file") -> dict[str, bytes]:
+    """Decrypt the archive in memory and return {file name: bytes} of the three split CSVs. `source`: where the
+    password came from, named when it is wrong."""
     blob = read_bytes(Path(archive), "C-STS archive")
     try:
         raw = base64.b64decode(b"".join(blob.split()), validate=True)
@@ -46,7 +61,7 @@ def decrypt_release(archive: Path, password: str) -> dict[str, bytes]:
     key_iv = hashlib.pbkdf2_hmac("sha256", password.encode(), raw[8:16], _PBKDF2_ITERATIONS, 48)
     decryptor = Cipher(algorithms.AES(key_iv[:32]), modes.CBC(key_iv[32:])).decryptor()
     padded = decryptor.update(raw[16:]) + decryptor.finalize()
-    wrong = HarnessError(f"wrong password for {archive}: decryption failed (check --password-file)")
+    wrong = HarnessError(f"wrong password for {archive}: decryption failed (check {source})")
     try:
         unpadder = padding.PKCS7(128).unpadder()
         plain = unpadder.update(padded) + unpadder.finalize()
@@ -67,9 +82,9 @@ def decrypt_release(archive: Path, password: str) -> dict[str, bytes]:
     return files
 
 
-def extract_release(archive: Path, password: str, out_dir: Path) -> list[Path]:
+def extract_release(archive: Path, password: str, out_dir: Path, source: str = "--password-file") -> list[Path]:
     """Write the split CSVs into out_dir, all or nothing (staged in a temp dir, then moved)."""
-    files = decrypt_release(archive, password)
+    files = decrypt_release(archive, password, source)
     out_dir = Path(out_dir)
     clashes = [out_dir / n for n in files if (out_dir / n).exists()]
     if clashes:

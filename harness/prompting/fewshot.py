@@ -1,8 +1,10 @@
 """Pick in-context examples per query.
 
-The default (`seeded`) draws each query's shots from its own generator, seeded by (seed, query id), so they
-do not depend on the model, the order, --limit or concurrency. `reference` replays the reference code's one
-global stream instead, to regenerate the exact prompts the paper's code would have produced.
+The default (`reference`) replays the reference code's one global stream (Deshpande et al. 2023's
+run_sts_fewshot.py), so a run's prompts are the ones the paper's code produced; it is drawn once over the whole
+split as filed, so a query's shots do not depend on the model, the order, --limit, --shard or concurrency either.
+`seeded` draws each query's shots from its own generator, seeded by (seed, query id): independent of the split's
+other rows, for data the reference code never walked and for spreads over shot draws (--shot-seed).
 """
 
 from __future__ import annotations

@@ -79,9 +79,9 @@ def recipe_table(source: str, run_dirs: Sequence[Path], published: Sequence[Publ
     return "\n".join(lines) + "\n"
 
 
-def verdict(run: Run, published: Sequence[Published]) -> str:
-    """The settings of one run that decide its number, and whether they are the published row's: a dry run's
-    settings are judged alone (no answers yet), a real run's with its size and failures."""
+def _judged(run: Run, published: Sequence[Published]) -> tuple[str, Published | None, str | None]:
+    """(the settings shown, the published row of the run's setting, why the run is not comparable with it or
+    None): a dry run's settings judged alone (no answers yet), a real run's with its size and failures."""
     ident = run_settings(run, ", ".join(sorted({str(e["served_model"]) for e in run.extras if e.get("served_model")})))
     shown = f"template {ident['template']}, shot_sampler {ident['shot_sampler']}"
     shown += f" (seed {ident['shot_seed']})" if int(run.config["shots"]) > 0 else ""
@@ -92,14 +92,38 @@ def verdict(run: Run, published: Sequence[Published]) -> str:
         list(published), str(c["model"]), c["dataset"], run.split, run.instr, int(c["shots"]), run.variant, run.labels
     )
     if p is None:
-        return f"{shown}; no published row for {c['model']} in this setting"
+        return shown, None, None
     urls = endpoints(c)
     more = [f"called {', '.join(urls)}, not the provider's API"] if urls else []
     if run.dry_run:  # no answers: are the settings the paper's?
         full = SPLIT_SIZES.get((p.dataset, p.split, p.labels), 0)
-        why = not_comparable(p, full, 0, ident, False, more)
+        return shown, p, not_comparable(p, full, 0, ident, False, more)
+    n, errors = int(run.stored_metrics.get("n") or 0), int(run.stored_metrics.get("errors") or 0)
+    return shown, p, not_comparable(p, n, errors, ident, False, more)
+
+
+def verdict(run: Run, published: Sequence[Published]) -> str:
+    """The settings of one run that decide its number, and whether they are the published row's: a dry run's
+    settings are judged alone (no answers yet), a real run's with its size and failures."""
+    shown, p, why = _judged(run, published)
+    if p is None:
+        return f"{shown}; no published row for {run.config['model']} in this setting"
+    if run.dry_run:
         return f"{shown}; dry run: " + (
             why.replace("not comparable", "settings not the paper's") if why else "settings as published"
         )
-    n, errors = int(run.stored_metrics.get("n") or 0), int(run.stored_metrics.get("errors") or 0)
-    return f"{shown}; " + (not_comparable(p, n, errors, ident, False, more) or "comparable with the paper's number")
+    return f"{shown}; " + (why or "comparable with the paper's number")
+
+
+def protocol_line(run: Run, published: Sequence[Published]) -> str:
+    """One line under a lone run's dry run: whether its settings are the published row's for its model and setting
+    (Deshpande et al. 2023, Table 11 for `--model gpt-4 --shots 4 --instr long`), and which differ."""
+    shown, p, why = _judged(run, published)
+    c = run.config
+    if p is None:
+        where = f"{c['dataset']} {run.split}, {run.instr}, k={c['shots']}"
+        return f"paper's protocol: no published row for {c['model']} in {where} ({shown})"
+    row = f"{p.source}, {p.model} {p.instr} k={p.shots}"
+    if why is None:
+        return f"paper's protocol: yes, every setting as published for {row} ({shown})"
+    return f"paper's protocol: no, for {row} these differ: {why.removeprefix('not comparable (').removesuffix(')')}"

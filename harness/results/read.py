@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,6 +189,8 @@ def _scored(record: dict[str, Any]) -> Scored:
 
 def load_run(run_dir: Path) -> Run:
     """Read config.json, samples.jsonl and metrics.json of one run folder."""
+    if not os.path.lexists(run_dir):
+        raise HarnessError(f"run folder {run_dir} does not exist")
     try:
         config = read_run_json(run_dir, "config.json")  # FIFO-safe, regular files only (manifest.py)
         data = read_run_file(run_dir, "samples.jsonl")  # bytes: checked against manifest.json as read
@@ -197,7 +200,8 @@ def load_run(run_dir: Path) -> Run:
         stored = read_run_json(run_dir, "metrics.json") if metrics_path.exists() else {}
         run = _run(run_dir, config, records, stored)
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
-        raise HarnessError(f"{run_dir} is not a readable run folder: {e}") from None
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)  # never "[Errno 22] ..." before it
+        raise HarnessError(f"{run_dir} is not a readable run folder: {why}") from None
     return dataclasses.replace(run, integrity=check(run_dir, data, config))
 
 
@@ -241,6 +245,8 @@ def expand(paths: Sequence[Path]) -> list[Path]:
             out.append(p)
         elif p.is_dir() and (found := _runs_in(p)):
             out += found
+        elif not os.path.lexists(p):
+            raise HarnessError(f"{p} does not exist")
         else:
             raise HarnessError(
                 f"{p} is neither a run folder (config.json), a sweep folder (sweep.json) nor a folder holding them"

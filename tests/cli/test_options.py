@@ -98,14 +98,14 @@ def test_decoding_flags_reach_the_run_config() -> None:
     from harness.cli.configs import config_from_args
 
     argv = ["--model", "x", "--stop", "\n", "--stop", "###", "--max-tokens", "5", "--parse", "strict"]
-    config = config_from_args(run_parser().parse_args([*argv, "--shot-sampler", "reference", "--scoring", "expected"]))
+    config = config_from_args(run_parser().parse_args([*argv, "--shot-sampler", "seeded", "--scoring", "expected"]))
     assert config.stop == ("\n", "###") and config.max_tokens == 5 and config.parse == "strict"
-    assert (config.shot_sampler, config.scoring) == ("reference", "expected")  # parsed; validate.py decides
+    assert (config.shot_sampler, config.scoring) == ("seeded", "expected")  # parsed; validate.py decides
     default = config_from_args(run_parser().parse_args(["--model", "x"]))
     assert (default.stop, default.max_tokens, default.shot_sampler, default.scoring, default.parse) == (
         (),
         20,
-        "seeded",
+        "reference",
         "parsed",
         "first-number",
     )

@@ -50,7 +50,7 @@ FLAGS: list[tuple[list[str], str, Any]] = [
     (["--no-chat"], "chat", False),
     (["--stop", "###"], "stop", ("###",)),
     (["--max-tokens", "9"], "max_tokens", 9),
-    (["--shot-sampler", "reference"], "shot_sampler", "reference"),
+    (["--shot-sampler", "seeded"], "shot_sampler", "seeded"),
     (["--shot-seed", "11"], "shot_seed", 11),
     (["--scoring", "expected"], "scoring", "expected"),
     (["--parse", "strict"], "parse", "strict"),

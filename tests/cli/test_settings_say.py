@@ -32,7 +32,7 @@ def test_a_prefix_on_top_of_a_files_list_is_one_error_line(
     name = write(tmp_path, f'model = "overlap"\nstop = ["A", "C"]\nresults-dir = "{tmp_path}/r"\n')
     assert main(["--config", name, prefix, "B", "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("error: unrecognized arguments:") and prefix in err
+    assert err.count("\n") == 1 and err.startswith(f"error: unrecognized argument {prefix}: did you mean --stop?")
     assert not (tmp_path / "r").exists()
 
 
@@ -40,7 +40,7 @@ def test_a_prefix_of_config_is_not_a_config_never_loaded(tmp_path: Path, capsys:
     """`--conf FILE` was parsed as --config, but only the exact `--config` loads a file: the file was ignored."""
     name = write(tmp_path, f'model = "overlap"\ndataset = "stsb"\nresults-dir = "{tmp_path}/r"\n')
     assert main(["--model", "overlap", "--conf", name, "--results-dir", str(tmp_path / "r2"), "--no-progress"]) == 2
-    assert capsys.readouterr().err.startswith("error: unrecognized arguments: --conf")
+    assert capsys.readouterr().err.startswith("error: unrecognized argument --conf: did you mean --config?")
     assert not (tmp_path / "r").exists() and not (tmp_path / "r2").exists()
 
 

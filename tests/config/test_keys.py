@@ -71,8 +71,11 @@ def test_identity_values_are_as_config_json_holds_them() -> None:
         "stop": ["a"],
         "answers": "x/answers.jsonl",
         "think_tags": "none",
+        "shot_sampler": "reference",  # the default since issue 45, hashed against the one before (HASHED_AGAINST)
     }
-    assert identity_settings(RunConfig(model="")) == {}  # nothing at its default is recorded: old hashes hold
+    # Nothing at the default it was hashed against is recorded: old hashes hold
+    assert identity_settings(RunConfig(model="")) == {"shot_sampler": "reference"}
+    assert identity_settings(RunConfig(model="", shot_sampler="seeded")) == {}
 
 
 def test_recorded_reads_a_settings_record_and_fills_what_an_older_one_lacks() -> None:

@@ -179,9 +179,9 @@ def test_a_load_cache_keeps_what_it_read_and_nothing_that_failed(
     decrypted: list[Path] = []
     real = load.decrypt_release
 
-    def counting(archive: Path, password: str) -> dict[str, bytes]:
+    def counting(archive: Path, password: str, source: str) -> dict[str, bytes]:
         decrypted.append(archive)
-        return real(archive, password)
+        return real(archive, password, source)
 
     monkeypatch.setattr(load, "decrypt_release", counting)
     cache = LoadCache()

@@ -16,10 +16,13 @@ from typing import Any
 import pytest
 
 from harness.cli.main import main
+from harness.config.settings import RunConfig
 from harness.datasets.choose import load_dataset
-from harness.prompting.fewshot import REFERENCE_SEED, ReferencePicker
+from harness.prompting.fewshot import REFERENCE_SEED, ReferencePicker, make_picker
 from harness.types import Example
-from tests.conftest import write_synthetic_csts
+from tests.conftest import SHARED, SHARED_ARCHIVE, SHARED_PASSWORD, requires_shared, write_synthetic_csts
+
+GOLDEN = SHARED / "golden" / "reference_prompts.jsonl"
 
 # --- the re-statement (rows are dicts, as the script's datasets.Dataset rows) ------------------------------------
 
@@ -129,7 +132,8 @@ def test_cli_reference_sampler_writes_the_scripts_shot_ids(tmp_path: Path, capsy
     d = write_synthetic_csts(tmp_path / "csts", n_train=25, n_val=8, n_test=6)
     args = ["--model", "overlap", "--data-dir", str(d), "--shots", "3", "--results-dir", str(tmp_path / "r")]
     assert main([*args, "--shot-sampler", "reference", "--run-id", "ref", "--no-progress"]) == 0
-    assert main([*args, "--run-id", "seeded", "--no-progress"]) == 0
+    assert main([*args, "--shot-sampler", "seeded", "--run-id", "seeded", "--no-progress"]) == 0
+    assert main([*args, "--run-id", "default", "--no-progress"]) == 0
     splits = {s: load_dataset("csts", s, data_dir=d).examples for s in ("train", "validation")}
     expected = make_dataset({s: rows(e) for s, e in splits.items()}, 3, REFERENCE_SEED, is_stsb=False)["validation"]
 
@@ -138,7 +142,8 @@ def test_cli_reference_sampler_writes_the_scripts_shot_ids(tmp_path: Path, capsy
         return [[int(i) for i in json.loads(line)["shot_ids"]] for line in lines]
 
     assert shot_ids("ref") == expected
-    assert shot_ids("seeded") != expected  # the default sampler is a different (per-query) stream
+    assert shot_ids("default") == expected  # the default is the reference code's stream
+    assert shot_ids("seeded") != expected  # a different (per-query) stream
     config = json.loads((tmp_path / "r" / "ref" / "config.json").read_text())
     assert config["shot_sampler"] == "reference"
 
@@ -169,3 +174,19 @@ def test_all_but_is_the_reference_codes_set_difference_for_every_row() -> None:
             assert got[:] == want and (not want or got[-1] == want[-1])
             with pytest.raises(IndexError):
                 got[len(want)]
+
+
+@requires_shared
+def test_the_default_sampler_gives_every_golden_prompt_its_shots() -> None:
+    """`--shots k` with no sampler named draws what the reference code drew (shared/golden/reference_prompts.jsonl
+    records its `shot_rows` per query: C-STS and STS-B validation, k = 2 and 4), whatever --limit keeps."""
+    cases = [json.loads(line) for line in GOLDEN.read_text().splitlines()]
+    assert sum(c["shots"] > 0 for c in cases) == 330
+    for name, archive in (("csts", {"archive": SHARED_ARCHIVE, "password_file": SHARED_PASSWORD}), ("stsb", {})):
+        config = RunConfig(model="overlap", dataset=name, limit=3, **archive)  # type: ignore[arg-type]
+        ds = load_dataset(name, "validation", **archive)  # type: ignore[arg-type]
+        picker = make_picker(config, ds)
+        got = {(c["query_row"], c["shots"]): [int(s.id) for s in picker.pick(ds.examples[c["query_row"]], c["shots"])]
+               for c in cases if c["dataset"] == name and c["shots"] > 0}  # fmt: skip
+        golden = {(c["query_row"], c["shots"]): c["shot_rows"] for c in cases if c["dataset"] == name and c["shots"]}
+        assert got == golden

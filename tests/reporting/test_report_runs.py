@@ -70,5 +70,8 @@ def test_a_folder_of_runs_and_sweeps_expands_to_each_run_once(tmp_path: Path) ->
     results = tmp_path / "results"
     b, a = make_run(results, "b"), make_run(results, "a")
     assert expand([results, a]) == [a, b]
+    (tmp_path / "empty").mkdir()
     with pytest.raises(HarnessError, match="neither a run folder"):
         expand([tmp_path / "empty"])
+    with pytest.raises(HarnessError, match="missing does not exist"):
+        expand([tmp_path / "missing"])

@@ -70,7 +70,7 @@ def test_expand_takes_runs_sweeps_and_folders_of_runs_each_once(tmp_path: Path) 
     (sweep / "sweep.json").write_text(json.dumps({"cells": [{"run_dir": "b"}, {"run_dir": "a"}]}))
     assert sweep_run_dirs(sweep) == [b, a]
     assert expand([sweep, a, tmp_path]) == [b, a]
-    with pytest.raises(HarnessError, match="neither a run folder"):
+    with pytest.raises(HarnessError, match="missing does not exist"):
         expand([tmp_path / "missing"])
     (sweep / "sweep.json").write_text("{}")
     with pytest.raises(HarnessError, match="sweep.json is unreadable"):

@@ -43,6 +43,9 @@ class Description:
     packages: tuple[str, ...] = ()  # installed packages whose versions can change its answers (config.json)
     models: tuple[str, ...] = ()  # model names that imply it (a baseline has no others)
     prefixes: tuple[str, ...] = ()  # model-name prefixes that imply it
+    # The LocalOptions it uses (--data-parallel: data_parallel); another set away from its default is refused
+    # (harness/calling/validate.py), never ignored
+    local: tuple[str, ...] = ()
 
     @property
     def remote(self) -> bool:
@@ -90,6 +93,7 @@ BACKENDS: dict[str, Description] = {
         constrain="structured outputs: a choice over the scale",
         thinking="by-name",
         packages=("vllm", "transformers", "torch"),
+        local=("dtype", "tensor_parallel", "data_parallel", "gpu_memory_utilization", "max_model_len"),
     ),
     "hf": Description(
         "harness.calling.backends.hf",
@@ -102,11 +106,13 @@ BACKENDS: dict[str, Description] = {
         embedder="harness.calling.backends.embeddings:SentenceTransformerBackend",  # its directory, loaded as one
         packages=("transformers", "torch"),
         models=tuple(KNOWN_MODELS),  # weights shipped in a package
+        local=("dtype", "batch_size"),
     ),
     "sentence-transformers": Description(
         None,
         "embedder",
         embedder="harness.calling.backends.embeddings:SentenceTransformerBackend",
         packages=("sentence-transformers", "torch"),
+        local=("batch_size",),
     ),
 }

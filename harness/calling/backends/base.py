@@ -27,7 +27,7 @@ import os
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,9 @@ class LocalBackend(ABC):
     name: str
     model: str
     cacheable: bool = True  # False: a pure function of the prompt (offline baselines), nothing worth storing
+    # Set by dispatch: called when the work starts (a model loaded), so the progress bar's estimate leaves the
+    # loading out of its rate (harness/calling/progress.py). A backend with nothing to load never calls it.
+    on_work: Callable[[], None] | None = None
 
     @abstractmethod
     def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:

@@ -89,6 +89,8 @@ class SentenceTransformerBackend(LocalBackend):
 
     async def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
         encoder = self._load()
+        if self.on_work is not None:
+            self.on_work()  # loaded: the bar's estimate counts from here (harness/calling/progress.py)
         # In chunks, each yielded as it is done: the cache keeps what a long run (the CASE protocol embeds tens of
         # thousands of texts) has encoded when it is stopped, and the progress bar moves.
         step = self.batch_size * CHUNK_BATCHES

@@ -200,6 +200,15 @@ class HFBackend(LocalBackend):
             else:
                 items.append(item)
         items.sort(key=lambda it: -len(it.ids))
+        if self.on_work is not None:
+            self.on_work()  # loaded: the bar's estimate counts from here
+        if self.progress and items:
+            assert self.batch_size is not None
+            batches = -(-len(items) // self.batch_size)
+            _note(
+                f"generating {len(items)} answers in {batches} batch{'es' if batches > 1 else ''}, the longest prompts "
+                f"first ({len(items[0].ids):,} tokens): the bar shows its estimate once the first batch ends"
+            )
         # generate runs in a worker thread: Ctrl-C (the task cancelled) sets `stop` at once; see hf_steps.Interrupted.
         stop = threading.Event()
         start = 0
@@ -238,9 +247,14 @@ class HFBackend(LocalBackend):
         attention_mask = torch.tensor(masks, device=lm.device)
         allowed = None if self.constrain is None else hf_steps.allowed(lm, width, self.constrain)
         with torch.inference_mode():
+            cache = hf_steps.prefill(torch, self.transformers, lm, input_ids, attention_mask, stop)
+            if stop.is_set():
+                return []  # stopped between two chunks of the prompts: nothing generated, nothing to keep
             out = lm.model.generate(
                 input_ids=input_ids,
                 attention_mask=attention_mask,
+                # None: generate reads the prompts itself (a GPU, short prompts, T5)
+                **({hf_steps.cache_argument(lm.model): cache} if cache is not None else {}),
                 max_new_tokens=max(self.budget(it.request) for it in batch),
                 do_sample=False,
                 num_beams=1,

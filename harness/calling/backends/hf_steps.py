@@ -1,7 +1,7 @@
 """The hf backend's small steps around transformers' `generate` (harness/calling/backends/hf.py): what a loaded
 model holds, which requests it refuses, how a batch is padded, the --constrain rule, where an answer ends and why,
-the score-token probabilities of --scoring expected, and the stopping criterion that lets Ctrl-C end a batch in
-flight. Plain functions, no torch import of their own (the backend passes its module in)."""
+the score-token probabilities of --scoring expected, the chunked prefill and the stopping criterion that let Ctrl-C
+and SIGTERM end a batch in flight. Plain functions, no torch import of their own (the backend passes its module in)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,52 @@ class Interrupted:
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         return self.torch.full((len(input_ids),), self.stop.is_set(), dtype=self.torch.bool, device=input_ids.device)
+
+
+# Prompt tokens (all rows together) read per forward pass before generation, on the CPU: a stop waits for at most
+# one such pass, where generate's own prefill of 8 prompts of 99 shots each was one pass of minutes (issue 45).
+PREFILL_TOKENS = 256
+
+
+def prefill(torch: Any, tf: Any, lm: Loaded, input_ids: Any, attention_mask: Any, stop: threading.Event) -> Any:
+    """The key/value cache of every prompt token but the last, read a chunk at a time, with `stop` checked between
+    chunks; generate then reads the last token and goes on from the cache. None where one pass is short anyway
+    (a GPU; prompts within one chunk) and for encoder-decoder models (their encoder reads the prompt in one pass).
+    The same attention over the same tokens, in other slices: answers may differ from one pass's only as a different
+    batch size's may, in the last bits of the floating point."""
+    rows, width = input_ids.shape
+    chunk = max(16, PREFILL_TOKENS // rows)
+    if lm.encoder_decoder or lm.device.type != "cpu" or width - 1 <= chunk:
+        return None
+    try:
+        cache = tf.DynamicCache(config=lm.model.config)
+    except TypeError:  # transformers before the cache took the model's config
+        cache = tf.DynamicCache()
+    # Left padding: positions count real tokens only, as generate counts them (prepare_inputs_for_generation).
+    positions = attention_mask.long().cumsum(-1) - 1
+    positions.masked_fill_(attention_mask == 0, 1)
+    for start in range(0, width - 1, chunk):
+        if stop.is_set():
+            return None
+        end = min(start + chunk, width - 1)
+        lm.model(
+            input_ids=input_ids[:, start:end],
+            attention_mask=attention_mask[:, :end],
+            position_ids=positions[:, start:end],
+            **{cache_argument(lm.model): cache},
+            cache_position=torch.arange(start, end, device=input_ids.device),
+            use_cache=True,
+            logits_to_keep=1,  # the prompt's logits are not needed: only the cache
+        )
+    return cache
+
+
+def cache_argument(model: Any) -> str:
+    """The name a model's forward and generate take a key/value cache by: `cache` in transformers 5.x, where
+    `past_key_values` is deprecated; `past_key_values` before."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
 
 
 def score_tokens(tokenizer: Any) -> dict[int, str]:
