@@ -19,7 +19,7 @@ from harness.cli.options import run_parser
 from harness.cli.reference import render
 from harness.config import settings
 from harness.config.checks import finite
-from harness.config.option import option
+from harness.config.option import Affects, option
 from harness.types import Completion, Request
 from tests.conftest import ROOT
 
@@ -31,7 +31,11 @@ DOCUMENTED = ("harness/config/settings.py", "harness/config/sections.py")
 class ToyConfig(settings.RunConfig):
     # The one declaration: in harness/config/settings.py this is one more field of RunConfig.
     toy_answer: float | None = option(
-        None, "toy: the score every reply gives (default: the word overlap)", metavar="SCORE", check=finite()
+        None,
+        "toy: the score every reply gives (default: the word overlap)",
+        metavar="SCORE",
+        check=finite(),
+        affects=Affects.READING,  # what it changes: how a reply is scored (the run's identity, not the cache key)
     )
 
 
@@ -70,7 +74,10 @@ def test_a_toy_option_is_in_help_toml_config_json_and_the_reference(
     help_text = " ".join(run_parser().format_help().split())
     assert "--toy-answer SCORE toy: the score every reply gives (default: the word overlap)" in help_text
     rows = [line for line in render().splitlines() if "--toy-answer" in line]
-    assert rows == ["| `--toy-answer SCORE` |  | toy: the score every reply gives (default: the word overlap) |"]
+    assert rows == [
+        "| `--toy-answer SCORE` |  | toy: the score every reply gives (default: the word overlap) |",
+        "| `--toy-answer` | READING |",
+    ]
 
     path = tmp_path / "toy.toml"
     path.write_text(
