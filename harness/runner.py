@@ -12,9 +12,11 @@ from typing import Any
 from harness.calling.backends.base import Backend
 from harness.calling.pricing import Price, price_of
 from harness.config.settings import RunConfig
+from harness.datasets.items import ids_hash, select
 from harness.datasets.labels import apply_label_set, label_set_name, take_subset
 from harness.datasets.load import LABEL_RANGES, LoadCache, load_dataset
 from harness.prompting.fewshot import ReferencePicker, ShotPicker, make_picker
+from harness.prompting.pinned import PinnedPicker
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer
 from harness.results.provenance import git_commit, package_versions
@@ -42,7 +44,7 @@ class Shared:
     provenance config.json records. A lone run gets one of its own."""
 
     data: LoadCache = field(default_factory=LoadCache)
-    pickers: dict[tuple[Any, ...], ShotPicker | ReferencePicker] = field(default_factory=dict)
+    pickers: dict[tuple[Any, ...], ShotPicker | ReferencePicker | PinnedPicker] = field(default_factory=dict)
     renderers: dict[tuple[str, str], PromptRenderer] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
 
@@ -51,13 +53,17 @@ class Shared:
             self.renderers[template, dataset] = PromptRenderer(template, dataset=dataset)
         return self.renderers[template, dataset]
 
-    def picker(self, config: RunConfig, as_filed: Dataset) -> ShotPicker | ReferencePicker:
+    def picker(self, config: RunConfig, as_filed: Dataset) -> ShotPicker | ReferencePicker | PinnedPicker:
         """The shot sampler of this dataset, split, data, sampler and seed, made once (a sweep's cells vary only the
-        dataset of these, but all are in the key)."""
+        dataset of these, but all are in the key); --shot-ids: the shots it pins."""
         data = (config.data_dir, config.archive, config.password_file)
-        key = (config.dataset, config.split, *data, config.shot_sampler, config.seed, config.shot_seed)
+        key = (config.dataset, config.split, *data, config.shot_sampler, config.seed, config.shot_seed, config.shot_ids)
         if key not in self.pickers:
-            self.pickers[key] = make_picker(config, as_filed, self.data)
+            self.pickers[key] = (
+                make_picker(config, as_filed, self.data)
+                if config.shot_ids is None
+                else PinnedPicker(as_filed.name, as_filed.pool, config.shot_ids)
+            )
         return self.pickers[key]
 
     def versions(self) -> dict[str, Any]:
@@ -83,7 +89,8 @@ def prepare(config: RunConfig, shared: Shared | None = None) -> Prepared:
     as_filed = dataset
     dataset, _ = apply_label_set(dataset, config.labels)
     dataset = take_subset(dataset, config.subset, config.subset_seed)
-    queries = dataset.examples[: config.limit] if config.limit is not None else dataset.examples
+    where = f"{config.dataset} {config.split}" + (f" ({config.subset})" if config.subset != "all" else "")
+    queries = select(dataset.examples, config.limit, config.sample, config.sample_seed, config.ids, where)
     picker = shared.picker(config, as_filed)
     shots = tuple(picker.pick(q, config.shots) for q in queries)
     whole = Prepared(dataset, queries, shots, (), renderer)
@@ -109,6 +116,7 @@ def config_record(
         "shots": config.shots,
         "seed": config.seed,
         "limit": config.limit,
+        **_items_identity(config, whole),
         "labels": config.labels,
         "subset": config.subset,
         "subset_seed": config.subset_seed,
@@ -249,8 +257,19 @@ def _decoding_identity(config: RunConfig) -> dict[str, Any]:
     """Settings that change the requests or the scoring, recorded in the config_hash only when not the
     default, so runs made before these options existed keep their hashes (and sweeps keep reusing them)."""
     defaults = RunConfig(model="")
-    names = ("chat", "stop", "max_tokens", "shot_sampler", "scoring", "constrain", "parse")
-    return {n: getattr(config, n) for n in names if getattr(config, n) != getattr(defaults, n)}
+    names = ("chat", "stop", "max_tokens", "shot_sampler", "scoring", "constrain", "parse", "repeats", "temperature")
+    decoding = {n: getattr(config, n) for n in names if getattr(config, n) != getattr(defaults, n)}
+    return decoding | ({"reduce": config.reduce} if config.repeats > 1 else {})  # one reply: nothing to reduce
+
+
+def _items_identity(config: RunConfig, whole: Prepared) -> dict[str, Any]:
+    """How the items were chosen beyond --limit (harness/datasets/items.py), only when they were: a seeded sample
+    (its N and seed) or an id list (a digest of the ids chosen: the file may move or change)."""
+    if config.sample is not None:
+        return {"sample": config.sample, "sample_seed": config.sample_seed}
+    if config.ids is not None:
+        return {"ids_hash": ids_hash([q.id for q in whole.queries])}  # the ids, wherever the file lies
+    return {}
 
 
 def shots_hash(prep: Prepared) -> str:
