@@ -87,8 +87,9 @@ def test_pinned_shots_reach_every_prompt_and_are_judged(csts_dir: Path, tmp_path
         assert shots[0].label >= shots[1].label and shots[2].label >= shots[3].label  # type: ignore[operator]
         assert all(s == train[s.id] for s in shots)
     assert pinned.shots != drawn.shots
-    assert main(["--model", "overlap", "--data-dir", str(csts_dir), "--shots", "4", "--limit", "5", "--no-progress",
-                 "--shot-ids", str(tmp_path / "shots.txt"), "--results-dir", str(tmp_path / "r"), "--run-id", "p"]) == 0  # fmt: skip
+    argv = ["--model", "overlap", "--data-dir", str(csts_dir), "--shots", "4", "--limit", "5", "--no-progress"]
+    argv += ["--shot-ids", str(tmp_path / "shots.txt"), "--results-dir", str(tmp_path / "r"), "--run-id", "p"]
+    assert main(argv) == 0
     ident = run_settings(load_run(tmp_path / "r" / "p"), None)
     row = next(p for p in load_published() if p.source.endswith("Table 11") and p.shots == 4 and p.instr == "none")
     assert f"shot_ids={tmp_path / 'shots.txt'} (paper: reference, seed 42)" in (not_comparable(row, 5, 0, ident) or "")

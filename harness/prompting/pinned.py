@@ -2,9 +2,10 @@
 
 This is how one rebuilds a paper's printed examples from one's own copy of the data, or holds the shots fixed while
 something else varies. The ids are rows of the shot pool (the train split). C-STS shots come as sentence pairs, both
-conditions together, the higher-similarity one first (Deshpande et al. 2023, §6, as the sampled shots): an id names
-its row's pair, so listing either condition of a pair (or both) pins the pair. k shots take the first ceil(k/2) pairs listed
-(an odd k drops the last pair's second condition, as the reference code does); STS-B takes the first k rows.
+conditions together, the higher-similarity one first (Deshpande et al. 2023, §6, as the sampled shots): an id
+names its row's pair, so listing either condition of a pair (or both) pins the pair. k shots take the first
+ceil(k/2) pairs listed (an odd k drops the last pair's second condition, as the reference code does); STS-B takes
+the first k rows.
 A query never sees its own sentence pair as a shot (possible only when the evaluated split is the pool's): that
 pair is passed over for the next one listed.
 """
@@ -33,8 +34,10 @@ class PinnedPicker:
         chosen: list[tuple[Example, ...]] = []
         for item in ids:
             if item not in unit_of:
-                why = "is not a row of the shot pool (the train split)" if item not in rows else (
-                    "is a sentence pair without exactly two conditions, which the paper's shots never are"
+                why = (
+                    "is not a row of the shot pool (the train split)"
+                    if item not in rows
+                    else ("is a sentence pair without exactly two conditions, which the paper's shots never are")
                 )
                 raise HarnessError(f"--shot-ids {path}: id {item} {why}")
             if unit_of[item] not in chosen:  # a pair's other condition listed too: the same pair, once

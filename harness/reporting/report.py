@@ -17,6 +17,7 @@ from harness.reporting.paper_settings import matched, run_settings
 from harness.reporting.published import Published, load_published, match, not_comparable
 from harness.reporting.rowkeys import label_rows, text
 from harness.reporting.shareable import without_csts_text
+from harness.reporting.significance import flag_differences
 from harness.reporting.tables import LAYOUT_METRICS
 from harness.results.manifest import ALTERED
 from harness.results.provenance import endpoints
@@ -198,7 +199,7 @@ def attach_published(
             ours - theirs if theirs is not None and ours is not None and not _nan(ours) and note is None else None
             for ours, theirs, note in zip(table[key], paper, notes, strict=True)
         ]
-    return table
+    return flag_differences(table)  # each Δ's p, adjusted over every comparable cell of the report
 
 
 def _nan(v: object) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 from harness.scoring.parsing import in_range
 from harness.types import Scored
 
+
 def reduce_values(values: Sequence[float], how: str) -> float:
     """One score from an item's valid replies (statistics' mean, median; mode: the smallest of the most frequent)."""
     match how:

@@ -84,4 +84,6 @@ def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price |
     if config.repeats == 1:
         return Outcome(scored[0], metrics)
     samples = combine(scored, config.reduce, prep.dataset.label_range)
-    return Outcome(samples, metrics | {"repeats": repeat_metrics(samples, config.repeats, config.reduce, config.temperature)})
+    return Outcome(
+        samples, metrics | {"repeats": repeat_metrics(samples, config.repeats, config.reduce, config.temperature)}
+    )

@@ -178,16 +178,28 @@ BAD_INPUT: list[Case] = [
     ("a FIFO as --ids", _fifo("--ids"), "--ids file"),
     ("--shot-ids naming an unknown id", _ids("999\n", "--shot-ids", "--shots", "2"), "id 999 is not a row of"),
     ("--shot-ids too few", _ids("0\n", "--shot-ids", "--shots", "4"), "names 1 usable sentence pairs, too few for k=4"),
-    ("--limit and --sample", _args("--model", "overlap", "--data-dir", "DATA", "--limit", "2", "--sample", "2"),
-     "--limit and --sample each choose the items"),  # fmt: skip
+    (
+        "--limit and --sample",
+        _args("--model", "overlap", "--data-dir", "DATA", "--limit", "2", "--sample", "2"),
+        "--limit and --sample each choose the items",
+    ),
     ("--sample 0", _args("--model", "overlap", "--data-dir", "DATA", "--sample", "0"), "--sample must be at least 1"),
-    ("--repeats 0", _args("--model", "overlap", "--data-dir", "DATA", "--repeats", "0"), "--repeats must be at least 1"),
+    (
+        "--repeats 0",
+        _args("--model", "overlap", "--data-dir", "DATA", "--repeats", "0"),
+        "--repeats must be at least 1",
+    ),
     ("--temperature -1", _args("--model", "overlap", "--data-dir", "DATA", "--temperature=-1"), "--temperature must"),
-    ("--repeats with --parse strict",
-     _args("--model", "overlap", "--data-dir", "DATA", "--repeats", "2", "--parse", "strict"), "--repeats combines"),
-    ("--repeats with --variant qa",
-     _args("--model", "gpt-4o", "--variant", "qa", "--data-dir", "DATA", "--repeats", "2", "--dry-run"),
-     "--repeats and --temperature belong to --variant sentences"),  # fmt: skip
+    (
+        "--repeats with --parse strict",
+        _args("--model", "overlap", "--data-dir", "DATA", "--repeats", "2", "--parse", "strict"),
+        "--repeats combines",
+    ),
+    (
+        "--repeats with --variant qa",
+        _args("--model", "gpt-4o", "--variant", "qa", "--data-dir", "DATA", "--repeats", "2", "--dry-run"),
+        "--repeats and --temperature belong to --variant sentences",
+    ),
 ]
 
 

@@ -55,7 +55,11 @@ def test_repeats_are_asked_cached_and_reduced(tmp_path: Path) -> None:
     metrics = json.loads((out / "k3" / "metrics.json").read_text())
     assert metrics["invalid_pct"] == 0.0  # per item: each had a number
     assert metrics["repeats"]["invalid_replies_pct"] == 100 / 3  # per reply: one of three
-    assert (metrics["repeats"]["k"], metrics["repeats"]["reduce"], metrics["repeats"]["temperature"]) == (3, "mean", 0.7)
+    assert (metrics["repeats"]["k"], metrics["repeats"]["reduce"], metrics["repeats"]["temperature"]) == (
+        3,
+        "mean",
+        0.7,
+    )
     config = json.loads((out / "k3" / "config.json").read_text())
     assert (config["repeats"], config["temperature"], config["reduce"]) == (3, 0.7, "mean")
     row = next(p for p in load_published() if p.source.endswith("Table 12") and p.shots == 0 and p.instr == "none")
