@@ -65,6 +65,16 @@ def test_repeats_are_asked_cached_and_reduced(tmp_path: Path) -> None:
     row = next(p for p in load_published() if p.source.endswith("Table 12") and p.shots == 0 and p.instr == "none")
     verdict = not_comparable(row, 1500, 0, run_settings(load_run(out / "k3"), None)) or ""
     assert "temperature=0.7 (paper: 0.0)" in verdict and "repeats=3 (paper: 1)" in verdict
+    assert main(["report", str(out / "k3"), str(out / "k4"), "--out", str(tmp_path / "report")]) == 0
+    report = (tmp_path / "report" / "report.md").read_text()
+    section = report.split("## Repeated samples")[1].split("\n## ")[0]
+    k3_line, k4_line = [line for line in section.splitlines() if line.startswith("| R")]
+    # K, reduce, temperature, replies, invalid % per reply and per item, mean sd, mean range, items disagreeing %
+    assert (
+        "| 3 | mean | 0.70 | 18 | 33.33 | 0.00 | 1.414 | 2.000 | 100.00 | 0: 2, 4, –; 1: 2, 4, –; 2: 2, 4, – |"
+        in k3_line
+    )
+    assert "| 4 | median | 0.70 | 24 | 25.00 | 0.00 | 1.528 | 3.000 |" in k4_line
 
 
 def test_a_failed_repeat_fails_its_item_until_a_rerun_asks_it_alone(tmp_path: Path) -> None:
