@@ -120,8 +120,8 @@ def _published_cell(r: Any) -> Markup:
     diff = f' <span class="ci">(Δ {fmt(r.diff_spearman)})</span>' if _num(r.diff_spearman) is not None else ""
     flagged = significance.cell(r)  # beyond chance? (Benjamini–Hochberg over the report's comparable cells)
     if flagged:
-        how = f"differs from the paper's beyond chance? {flagged}; {significance.METHOD} over the report's cells"
-        diff += f'<br><small title="{esc(how)}">differs? {esc(flagged)}</small>'
+        how = f"Δ beyond chance? {flagged}; {significance.METHOD} over the report's comparable cells"
+        diff += f'<br><small title="{esc(how)}">Δ beyond chance? {esc(flagged)}</small>'
     return Markup(f"{esc(fmt(r.paper_spearman))}{diff}")
 
 

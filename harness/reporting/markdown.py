@@ -61,7 +61,7 @@ def table_notes(group: pd.DataFrame) -> list[str]:
             notes.append(f"{where}: published Spearman {fmt(r.paper_spearman)} is {r.paper_note}")
         elif significance.cell(r):
             notes.append(
-                f"{where}: differs from the published Spearman {fmt(r.paper_spearman)}? {significance.cell(r)}"
+                f"{where}: Δ to the published Spearman {fmt(r.paper_spearman)} beyond chance? {significance.cell(r)}"
             )
         small = small_run_note(int(r.n), _number(r.spearman)) if _number(r.n) is not None else None
         if small is not None:  # its interval beside it: the number is a range, not a point
@@ -208,7 +208,7 @@ def _published_section(table: pd.DataFrame, out: Path, files: list[Path]) -> lis
         rows[-1] += [words(r.paper_note, words(getattr(r, "paper_match", None), "comparable")), r.paper_source]
     header = ["ref", "model (published as)", "data", "instr", "k", "n", "errors"]
     header += [f"{label} {who}" for _, label in LAYOUT_METRICS for who in ("ours", "paper", "Δ")]
-    header += [f"differs? ({significance.METHOD})", "comparable?", "source"]
+    header += [f"Δ beyond chance? ({significance.METHOD})", "comparable?", "source"]
     described = significance.describe(table)
     return [
         "## Published numbers beside ours (Δ = ours − paper, only where comparable)\n",

@@ -45,7 +45,8 @@ def describe(table: pd.DataFrame) -> str:
     if not s.get("family"):
         return ""
     return (
-        f"*differs?*: whether ours differs from the published Spearman beyond chance. p: two-sided, Fisher's z with "
+        f"*Δ beyond chance?*: whether ours and the published Spearman lie further apart than chance allows. p: "
+        f"two-sided, Fisher's z with "
         f"the standard error of our 95% bootstrap CI, the published number taken as fixed; q: p adjusted by "
         f"{s['method']} over the {s['family']} comparable cell{'s' if s['family'] != 1 else ''} of this report "
         f"(false discovery rate {100 * s['alpha']:g}%); flagged where q < {s['alpha']:g}.\n"

@@ -64,7 +64,7 @@ def test_the_report_shows_the_flags_and_names_the_method(tmp_path: Path) -> None
     assert len(published) == 3 and published["paper_q"].notna().all()
     assert (published["paper_q"] >= published["paper_p"]).all() and published["paper_differs"].all()
     report = (out / "report.md").read_text()
-    assert "| differs? (Benjamini–Hochberg) |" in report
+    assert "| Δ beyond chance? (Benjamini–Hochberg) |" in report
     assert "adjusted by Benjamini–Hochberg over the 3 comparable cells of this report" in report
     page = (out / "index.html").read_text()
-    assert "differs? yes (p &lt;0.001, q &lt;0.001)" in page and "Benjamini–Hochberg" in page
+    assert "Δ beyond chance? yes (p &lt;0.001, q &lt;0.001)" in page and "Benjamini–Hochberg" in page
