@@ -200,6 +200,21 @@ BAD_INPUT: list[Case] = [
         _args("--model", "gpt-4o", "--variant", "qa", "--data-dir", "DATA", "--repeats", "2", "--dry-run"),
         "--repeats and --temperature belong to --variant sentences",
     ),
+    (
+        "--temperature on the greedy-only hf backend",
+        _args("--model", "smollm2-135m", "--data-dir", "DATA", "--temperature", "0.7", "--dry-run"),
+        "--temperature 0.7: the hf backend decodes greedily only",
+    ),
+    (
+        "--temperature on Anthropic without --anthropic-greedy (it would not be sent)",
+        _args("--model", "claude-haiku-4-5", "--data-dir", "DATA", "--temperature", "0.5", "--dry-run"),
+        "--temperature 0.5: Anthropic's current API version takes no temperature",
+    ),
+    (
+        "--temperature on an OpenAI reasoning model",
+        _args("--model", "o3-mini", "--data-dir", "DATA", "--temperature", "0.5", "--dry-run"),
+        "--temperature 0.5: OpenAI's reasoning models reject temperature",
+    ),
 ]
 
 
