@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.cli.main import main
 from harness.reporting.paper_settings import run_settings
 from harness.reporting.published import load_published, not_comparable
@@ -33,13 +35,18 @@ def _samples(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "samples.jsonl").read_text().splitlines()]
 
 
-def test_repeats_are_asked_cached_and_reduced(tmp_path: Path) -> None:
+def test_repeats_are_asked_cached_and_reduced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "r"
     common = ["--dataset", "stsb", "--model", "m", "--limit", "6", "--temperature", "0.7", "--no-progress"]
     common += ["--results-dir", str(out), "--concurrency", "1"]  # one at a time: the n-th asking is repeat n
     with FakeServer(answer=Sampler()) as server:
         url = ["--base-url", server.openai_url]
+        capsys.readouterr()
         assert main([*common, *url, "--repeats", "3", "--run-id", "k3"]) == 0
+        assert (
+            "repeats: K=3 (mean of the valid replies, temperature 0.7): 18 replies, invalid 33.3% per reply, 0.0% per "
+            "item; per item sd 1.414, range 2.000 on average, 100.0% of items' replies disagree"
+        ) in capsys.readouterr().out
         assert len(server.calls) == 18
         assert {c.body["temperature"] for c in server.calls} == {0.7}
         assert main([*common, *url, "--repeats", "3", "--run-id", "again"]) == 0
