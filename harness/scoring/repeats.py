@@ -72,7 +72,8 @@ def _usage_sum(reps: Sequence[Scored]) -> dict[str, int] | None:
     usages = [s.usage for s in reps if s.usage is not None]
     if not usages:
         return None
-    return {k: sum(u.get(k, 0) for u in usages) for k in usages[0]}
+    keys = dict.fromkeys(k for u in usages for k in u)  # every key any repeat reported (reasoning_tokens ...)
+    return {k: sum(u.get(k, 0) for u in usages) for k in keys}
 
 
 def repeat_metrics(samples: Sequence[Scored], k: int, how: str, temperature: float) -> dict[str, Any]:

@@ -3,6 +3,8 @@ invalid only when no reply held a number, failed when one request failed, the sp
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.stats
@@ -41,6 +43,7 @@ def test_items_combine_over_their_valid_replies() -> None:
     ]
     a, b, c, d = combine(repeats, "mean", (1.0, 5.0))
     assert (a.parsed, a.valid, a.prediction, a.reason) == (3.0, True, 3.0, "number")  # the invalid reply left out
+    assert a.output == "2"  # the first repeat's reply stands for the item (all K are in `repeats`)
     assert a.repeats == {"values": [2.0, 4.0, None], "valid": 2, "sd": pytest.approx(np.std([2, 4], ddof=1)),
                          "range": 2.0, "outputs": ["2", "4", "no"]}  # fmt: skip
     assert a.usage == {"input_tokens": 30, "output_tokens": 6}
@@ -57,3 +60,22 @@ def test_items_combine_over_their_valid_replies() -> None:
 def test_median_and_mode_reduce_the_same_replies_otherwise() -> None:
     repeats = [[_s("a", "1", 1.0)], [_s("a", "4", 4.0)], [_s("a", "4", 4.0)], [_s("a", "5", 5.0)]]
     assert [combine(repeats, how, (1.0, 5.0))[0].prediction for how in ("mean", "median", "mode")] == [3.5, 4.0, 4.0]
+
+
+def test_the_spread_counts_agreeing_items_and_lone_valid_replies() -> None:
+    """One valid reply has no sd; replies that agree have range 0 and do not disagree; a failed item is not valid;
+    usage sums every key any repeat reported."""
+    thinking = {"input_tokens": 10, "output_tokens": 9, "reasoning_tokens": 7}
+    repeats = [
+        [_s("a", "3", 3.0), _s("b", "3", 3.0), _s("c", "no", None), _s("d", "no", None), _s("e", "x", None, "t/o")],
+        [_s("a", "no", None), _s("b", "3", 3.0), _s("c", "no", None), _s("d", "no", None), _s("e", "4", 4.0)],
+    ]
+    repeats[1][1] = dataclasses.replace(repeats[1][1], usage=thinking)
+    a, b, c, d, e = combine(repeats, "mean", (1.0, 5.0))
+    assert (a.repeats["sd"], a.repeats["range"], b.repeats["sd"], b.repeats["range"]) == (None, 0.0, 0.0, 0.0)
+    assert b.usage == {"input_tokens": 20, "output_tokens": 11, "reasoning_tokens": 7}
+    assert (e.valid, e.prediction, e.error) == (False, None, "t/o")
+    metrics = repeat_metrics([a, b, c, d, e], 2, "mean", 1.0)
+    assert metrics["invalid_items_pct"] == pytest.approx(100 * 2 / 4)
+    assert metrics["invalid_replies_pct"] == pytest.approx(100 * 5 / 8)
+    assert metrics["items_disagreeing_pct"] == 0.0 and metrics["mean_sd"] == 0.0
