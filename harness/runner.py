@@ -15,8 +15,10 @@ from harness.config.keys import identity_settings
 from harness.config.settings import RunConfig
 from harness.datasets.choose import describe_dataset, file_record, load_dataset
 from harness.datasets.description import LoadCache
+from harness.datasets.items import ids_hash, select
 from harness.datasets.labels import apply_label_set, label_set_name, take_subset
 from harness.prompting.fewshot import ReferencePicker, ShotPicker, make_picker
+from harness.prompting.pinned import PinnedPicker
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer
 from harness.results.provenance import git_commit, package_versions
@@ -44,7 +46,7 @@ class Shared:
     provenance config.json records. A lone run gets one of its own."""
 
     data: LoadCache = field(default_factory=LoadCache)
-    pickers: dict[tuple[Any, ...], ShotPicker | ReferencePicker] = field(default_factory=dict)
+    pickers: dict[tuple[Any, ...], ShotPicker | ReferencePicker | PinnedPicker] = field(default_factory=dict)
     renderers: dict[tuple[str, str], PromptRenderer] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
 
@@ -54,13 +56,17 @@ class Shared:
             self.renderers[template, folder] = PromptRenderer(template, dataset=folder)
         return self.renderers[template, folder]
 
-    def picker(self, config: RunConfig, as_filed: Dataset) -> ShotPicker | ReferencePicker:
+    def picker(self, config: RunConfig, as_filed: Dataset) -> ShotPicker | ReferencePicker | PinnedPicker:
         """The shot sampler of this dataset, split, data, sampler and seed, made once (a sweep's cells vary only the
-        dataset of these, but all are in the key)."""
+        dataset of these, but all are in the key); --shot-ids: the shots it pins."""
         data = (config.data_dir, config.archive, config.password_file)
-        key = (config.dataset, config.split, *data, config.shot_sampler, config.seed, config.shot_seed)
+        key = (config.dataset, config.split, *data, config.shot_sampler, config.seed, config.shot_seed, config.shot_ids)
         if key not in self.pickers:
-            self.pickers[key] = make_picker(config, as_filed, self.data)
+            self.pickers[key] = (
+                make_picker(config, as_filed, self.data)
+                if config.shot_ids is None
+                else PinnedPicker(as_filed.name, as_filed.pool, config.shot_ids)
+            )
         return self.pickers[key]
 
     def versions(self) -> dict[str, Any]:
@@ -86,7 +92,8 @@ def prepare(config: RunConfig, shared: Shared | None = None) -> Prepared:
     as_filed = dataset
     dataset, _ = apply_label_set(dataset, config.labels)
     dataset = take_subset(dataset, config.subset, config.subset_seed)
-    queries = dataset.examples[: config.limit] if config.limit is not None else dataset.examples
+    where = f"{config.dataset} {config.split}" + (f" ({config.subset})" if config.subset != "all" else "")
+    queries = select(dataset.examples, config.limit, config.sample, config.sample_seed, config.ids, where)
     picker = shared.picker(config, as_filed)
     shots = tuple(picker.pick(q, config.shots) for q in queries)
     whole = Prepared(dataset, queries, shots, (), renderer)
@@ -116,6 +123,7 @@ def config_record(
         "shots": config.shots,
         "seed": config.seed,
         "limit": config.limit,
+        **_items_identity(config, whole),
         "labels": config.labels,
         "subset": config.subset,
         "subset_seed": config.subset_seed,
@@ -250,6 +258,14 @@ def _split_label(config: RunConfig) -> str:
 
 
 # --- helpers ---------------------------------------------------------------------------------------
+
+
+def _items_identity(config: RunConfig, whole: Prepared) -> dict[str, Any]:
+    """An --ids file's content: a digest of the ids it chose (the file may change under the same name). --sample
+    and --sample-seed are in the identity as their marks say (config/keys.py)."""
+    if config.ids is not None:
+        return {"ids_hash": ids_hash([q.id for q in whole.queries])}
+    return {}
 
 
 def shots_hash(prep: Prepared) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class HarnessError(Exception):
@@ -128,6 +129,9 @@ class Scored:
     # they summed past 1 (harness/scoring/expected.py collect_score_probs); None when none was
     expected_dropped: int | None = None
     reasoning: str | None = None  # the thought before the answer (`output` is then the answer only)
+    # --repeats K > 1 (harness/scoring/repeats.py): {"values": the K parsed scores (None: no number), "valid",
+    # "sd", "range", "outputs": the K answers}; `parsed`/`prediction` are then the --reduce of the valid values.
+    repeats: Mapping[str, Any] | None = None
 
     @classmethod
     def unanswered(

@@ -103,3 +103,21 @@ def check_decoding(config: RunConfig, name: str, d: Description) -> None:
     if config.stop and not d.stop:
         sending = ", ".join(n for n, b in BACKENDS.items() if b.stop)
         raise HarnessError(f"--stop: the {name} backend does not send stop sequences (only {sending} do)")
+    check_temperature(config, name, d)
+
+
+def check_temperature(config: RunConfig, name: str, d: Description) -> None:
+    """--temperature where it would not be sent as asked: refused, never dropped (harness/scoring/repeats.py)."""
+    if config.temperature == 0:
+        return
+    if not d.samples:
+        raise HarnessError(f"--temperature {config.temperature:g}: the {name} backend decodes greedily only")
+    if d.thinking == "when-asked" and not config.api.anthropic_greedy:  # Anthropic (calling/backends/anthropic.py)
+        raise HarnessError(
+            f"--temperature {config.temperature:g}: Anthropic's current API version takes no temperature (its "
+            "models sample at their default); --anthropic-greedy sends it on API version 2023-06-01"
+        )
+    reasons = is_reasoning_model(config.model) if config.api.reasoning is None else config.api.reasoning
+    hosted = d.thinking == "openai-names" and default_chat(config.model, config.api.base_urls)
+    if hosted and reasons:
+        raise HarnessError(f"--temperature {config.temperature:g}: OpenAI's reasoning models reject temperature")

@@ -3,6 +3,7 @@ labels file that `run_eval.py --labels FILE` evaluates against, every reply besi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -102,7 +103,9 @@ def cmd_reannotate(argv: Sequence[str]) -> int:
         raise HarnessError(
             f"--out: {', '.join(existing)} already exists: pass another --out, or --overwrite to replace it"
         )
-    config: RunConfig = build(RunConfig, a)  # the options a run shares, as a run takes them (C-STS)
+    # The options a run shares, as a run takes them (C-STS); --repeats and --temperature are this command's own
+    # (Settings), never the scoring run's repeated samples (harness/scoring/repeats.py).
+    config: RunConfig = dataclasses.replace(build(RunConfig, a), repeats=1, temperature=0.0)
     settings = Settings(a.rewrite_conditions, a.repeats, a.temperature, a.with_original)
     validate_run(config)  # the run command's checks of the values, the model and its backend
     check(config, settings)

@@ -61,6 +61,8 @@ def print_summary(m: dict[str, Any], model: str | None = None) -> None:
         print(f"note: {small} (the report, `run_eval.py report RUN`, shows its 95% bootstrap CI)")
     if m.get("reasons"):
         print("reasons: " + "  ".join(f"{k}={v}" for k, v in m["reasons"].items()))
+    if isinstance(m.get("repeats"), dict):  # --repeats: how K replies combined, and how far they spread
+        print(repeats_line(m["repeats"]))
     if "invalid_strict_pct" in m:
         print("strict parse (not the paper's rule): " + metrics_line(m, STRICT))
     if "spearman_expected" in m:
@@ -124,3 +126,20 @@ def _report_api(m: dict) -> None:
             "failed requests are not cached: rerun the same command to retry only those",
             file=sys.stderr,
         )
+
+
+def repeats_line(r: dict[str, Any]) -> str:
+    """--repeats: K, the reducer and temperature, the invalid rate per reply and per item, the items' spread."""
+
+    def pct(v: object) -> str:
+        return "–" if v is None else f"{float(v):.1f}%"  # type: ignore[arg-type]
+
+    def num(v: object) -> str:
+        return "–" if v is None else f"{float(v):.3f}"  # type: ignore[arg-type]
+
+    return (
+        f"repeats: K={r['k']} ({r['reduce']} of the valid replies, temperature {r['temperature']:g}): "
+        f"{r['replies']} replies, invalid {pct(r['invalid_replies_pct'])} per reply, "
+        f"{pct(r['invalid_items_pct'])} per item; per item sd {num(r['mean_sd'])}, range {num(r['mean_range'])} "
+        f"on average, {pct(r['items_disagreeing_pct'])} of items' replies disagree"
+    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config.checks import a_model, at_least, check_run_id, non_empty, regular_file
+from harness.config.checks import a_model, at_least, check_run_id, finite, non_empty, regular_file
 from harness.config.checks import shard as k_of_n
 from harness.config.option import Affects, option, section
 from harness.config.sections import API, CASE, DTYPES, LOCAL, ApiOptions, BatchOptions, EmbedOptions, LocalOptions
@@ -19,6 +19,7 @@ __all__ = ["DTYPES", "ApiOptions", "BatchOptions", "EmbedOptions", "LocalOptions
 PARSE_MODES = ("first-number", "strict")
 SHOT_SAMPLERS = ("seeded", "reference")
 SCORINGS = ("parsed", "expected")
+REDUCERS = ("mean", "median", "mode")  # --reduce: how an item's --repeats combine (harness/scoring/repeats.py)
 # --constrain: native (each backend's own mechanism) or grammar (llama.cpp servers' GBNF `grammar` field)
 CONSTRAIN_MODES = ("native", "grammar")
 DECODING = "what is sent and how replies are read (every backend)"  # a --help section
@@ -79,6 +80,24 @@ class RunConfig:
     )
     limit: int | None = option(
         None, "evaluate only the first N queries (default: all)", check=at_least(1), affects=Affects.ITEMS
+    )
+    # Which items, chosen and recorded (harness/datasets/items.py): the same for every model, order and --shard.
+    sample: int | None = option(
+        None,
+        "evaluate a seeded random N of the queries (--sample-seed): the same N for every model, row order and "
+        "--shard, a smaller N inside a larger (default: all)",
+        metavar="N",
+        check=at_least(1),
+        affects=Affects.ITEMS | Affects.PUBLISHED,
+    )
+    sample_seed: int = option(0, "seed of --sample", metavar="S", affects=Affects.ITEMS | Affects.PUBLISHED)
+    ids: Path | None = option(
+        None,
+        "evaluate only the items this file lists, one id a line (0-based row numbers, as samples.jsonl names "
+        "them; # comments); default: all",
+        metavar="FILE",
+        check=regular_file("--ids file"),
+        affects=Affects.ITEMS | Affects.PUBLISHED,
     )
     # The K-th of N deterministic parts of the queries (positions K-1, K-1+N, ...; 1-based K), for a job array;
     # `report` merges the parts (harness/results/shards.py). None: every query.
@@ -193,6 +212,42 @@ class RunConfig:
         "seed of the shot choice alone (default: --seed; 42 for --shot-sampler reference)",
         group=DECODING,
         affects=Affects.REQUEST | Affects.PUBLISHED,
+    )
+    shot_ids: Path | None = option(  # harness/prompting/pinned.py
+        None,
+        "pin the in-context examples: the shot-pool (train) ids this file lists, one a line, the first k used "
+        "in order before every query (C-STS: an id names its sentence pair, both conditions); default: drawn",
+        group=DECODING,
+        metavar="FILE",
+        check=regular_file("--shot-ids file"),
+        affects=Affects.REQUEST | Affects.PUBLISHED,
+    )
+    # Repeated samples (harness/scoring/repeats.py): K replies per item, cached per repeat, reduced to one score.
+    repeats: int = option(
+        1,
+        "ask each query K times (each repeat cached apart) and score the --reduce of its valid replies; the "
+        "per-item spread goes in samples.jsonl and the report (default: once, as the paper)",
+        group=DECODING,
+        metavar="K",
+        check=at_least(1),
+        affects=Affects.REQUEST | Affects.READING | Affects.PUBLISHED,
+    )
+    temperature: float = option(
+        0.0,
+        "sampling temperature of the scoring requests (default: 0, the paper's greedy decoding; above 0 a run is "
+        "never compared with the paper's numbers)",
+        group=DECODING,
+        metavar="T",
+        check=finite(),
+        affects=Affects.REQUEST | Affects.READING | Affects.PUBLISHED,
+    )
+    reduce: str = option(
+        "mean",
+        "--repeats: how an item's valid replies combine into its score: mean, median or mode (the smallest of "
+        "the most frequent)",
+        group=DECODING,
+        choices=REDUCERS,
+        affects=Affects.READING | Affects.PUBLISHED,
     )
     # Prompt tokens the hf backend keeps; "paper": 512 for the T5 family as the reference code's tokenizer
     # (truncation=True) cut them, none otherwise (harness/config/paper.py); None: the whole prompt.

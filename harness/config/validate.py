@@ -27,6 +27,20 @@ def validate(config: RunConfig) -> None:
             d.option.check(value, d.flag)
     if config.api.batch is not None and config.api.no_cache:
         raise HarnessError("--batch keeps answers and batch ids in the response cache: it cannot run with --no-cache")
+    _check_items(config)
+    if config.repeats > 1 and (config.parse != "first-number" or config.scoring != "parsed"):
+        # Each is a reading of one reply; how K of them combine is defined for the parsed score alone.
+        raise HarnessError("--repeats combines parsed scores: it cannot run with --parse strict or --scoring expected")
+
+
+def _check_items(config: RunConfig) -> None:
+    """Which items and which shots: one way of choosing each (harness/datasets/items.py, prompting/pinned.py)."""
+    chosen = [flag for flag, value in (("--limit", config.limit), ("--sample", config.sample), ("--ids", config.ids))
+              if value is not None]  # fmt: skip
+    if len(chosen) > 1:
+        raise HarnessError(f"{' and '.join(chosen)} each choose the items: give one of them")
+    if config.shot_ids is not None and (config.shot_sampler != "seeded" or config.shot_seed is not None):
+        raise HarnessError("--shot-ids pins the shots: --shot-sampler and --shot-seed have nothing left to draw")
 
 
 def _value(config: RunConfig, d: Declared) -> Any:

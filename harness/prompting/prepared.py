@@ -12,9 +12,9 @@ from harness.types import Dataset, Example, Request
 class Prepared:
     """Everything decided before any model is called (harness/runner.py `prepare`).
 
-    `requests`: the scoring prompts known before any call, one per query (sentences variant); none for the
-    qa variants (harness/variants/qa.py, qa_embed.py), which ask for answers first and render (or embed)
-    from those."""
+    `requests`: the scoring prompts known before any call, one per query (sentences variant; --repeats K: K per
+    query, repeat by repeat, harness/variants/sentences.py `requests`); none for the qa variants
+    (harness/variants/qa.py, qa_embed.py), which ask for answers first and render (or embed) from those."""
 
     dataset: Dataset
     queries: tuple[Example, ...]

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.reporting import significance
 from harness.reporting.html_sections import Markup, body_html, esc, html_table
 from harness.reporting.markdown import live_runs, report_title, table_notes
 from harness.reporting.part import Built
@@ -117,6 +118,10 @@ def _published_cell(r: Any) -> Markup:
     if isinstance(r.paper_note, str) and r.paper_note:
         return Markup(f'<span class="nc">{esc(fmt(r.paper_spearman))}<br><small>{esc(r.paper_note)}</small></span>')
     diff = f' <span class="ci">(Δ {fmt(r.diff_spearman)})</span>' if _num(r.diff_spearman) is not None else ""
+    flagged = significance.cell(r)  # beyond chance? (Benjamini–Hochberg over the report's comparable cells)
+    if flagged:
+        how = f"Δ beyond chance? {flagged}; {significance.METHOD} over the report's comparable cells"
+        diff += f'<br><small title="{esc(how)}">Δ beyond chance? {esc(flagged)}</small>'
     return Markup(f"{esc(fmt(r.paper_spearman))}{diff}")
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.reporting import significance
 from harness.reporting.part import Built
 from harness.reporting.rowkeys import GROUP_KEYS
 from harness.reporting.tables import (
@@ -58,9 +59,15 @@ def table_notes(group: pd.DataFrame) -> list[str]:
                 notes.append(f"{where}: {name.capitalize()} {note}")
         if words(r.paper_note, ""):
             notes.append(f"{where}: published Spearman {fmt(r.paper_spearman)} is {r.paper_note}")
+        elif significance.cell(r):
+            notes.append(
+                f"{where}: Δ to the published Spearman {fmt(r.paper_spearman)} beyond chance? {significance.cell(r)}"
+            )
         small = small_run_note(int(r.n), _number(r.spearman)) if _number(r.n) is not None else None
         if small is not None:  # its interval beside it: the number is a range, not a point
             notes.append(f"{where}: {small}; its 95% bootstrap CI is {_ci(r, 'spearman').split(' ', 1)[1]}")
+    if any(significance.cell(r) for r in group.itertuples()):  # the flags shown: their method named beside them
+        notes.append(significance.describe(group).strip())
     return notes
 
 
@@ -187,7 +194,7 @@ def _published_section(table: pd.DataFrame, out: Path, files: list[Path]) -> lis
         ]
     cols = ["ref", "dataset", "split", "variant", "labels", "model", "paper_model", "instr", "shots", "n", "errors"]
     nums = [c for k, _ in LAYOUT_METRICS for c in (k, f"paper_{k}", f"diff_{k}")]
-    extra = ["paper_note", "paper_match", "paper_source", "run"]
+    extra = ["paper_p", "paper_q", "paper_differs", "paper_note", "paper_match", "paper_source", "run"]
     matched[[*cols, *nums, *extra]].to_csv(out / "published.csv", index=False, float_format="%.4f")
     files.append(out / "published.csv")
     rows = []
@@ -197,11 +204,17 @@ def _published_section(table: pd.DataFrame, out: Path, files: list[Path]) -> lis
             cells += [fmt(getattr(r, k)), fmt(getattr(r, f"paper_{k}")), fmt(getattr(r, f"diff_{k}"))]
         data = f"{r.dataset} {r.split}"
         rows.append([r.ref, f"{r.row} ({r.paper_model})", data, r.instr, str(r.shots), str(r.n), str(r.errors)])
-        rows[-1] += [*cells, words(r.paper_note, words(getattr(r, "paper_match", None), "comparable")), r.paper_source]
+        rows[-1] += [*cells, significance.cell(r) or "–"]
+        rows[-1] += [words(r.paper_note, words(getattr(r, "paper_match", None), "comparable")), r.paper_source]
     header = ["ref", "model (published as)", "data", "instr", "k", "n", "errors"]
     header += [f"{label} {who}" for _, label in LAYOUT_METRICS for who in ("ours", "paper", "Δ")]
-    header += ["comparable?", "source"]
-    return ["## Published numbers beside ours (Δ = ours − paper, only where comparable)\n", md_table(header, rows)]
+    header += [f"Δ beyond chance? ({significance.METHOD})", "comparable?", "source"]
+    described = significance.describe(table)
+    return [
+        "## Published numbers beside ours (Δ = ours − paper, only where comparable)\n",
+        md_table(header, rows),
+        *([described] if described else []),
+    ]
 
 
 def _reasons_section(live: pd.DataFrame) -> list[str]:

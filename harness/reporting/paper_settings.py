@@ -66,7 +66,7 @@ def paper_template(source: str, model: str, instr: str, variant: str) -> str:
 
 
 def differences(source: str, model: str, instr: str, shots: int, variant: str, run: Mapping[str, object]) -> list[str]:
-    """Each setting of `run` (its identity, plus `model`, `served_model`, `shot_seed`, `answers`,
+    """Each setting of `run` (its identity, plus `model`, `served_model`, `shot_seed`, `shot_ids`, `answers`,
     `truncate_input` and `published` where known) that differs from the published row's, as
     "setting=ours (paper: theirs)"."""
     why = []
@@ -75,7 +75,9 @@ def differences(source: str, model: str, instr: str, shots: int, variant: str, r
         why.append(f"template={run['template']} (paper: {template})")
     if shots > 0:  # a zero-shot prompt has no shots to draw
         sampler, seed = run.get("shot_sampler", "reference"), run.get("shot_seed", REFERENCE_SHOT_SEED)
-        if sampler != "reference":
+        if run.get("shot_ids"):  # --shot-ids: the same shots before every query, not the paper's per-row draw
+            why.append(f"shot_ids={run['shot_ids']} (paper: reference, seed {REFERENCE_SHOT_SEED})")
+        elif sampler != "reference":
             why.append(f"shot_sampler={sampler} (paper: reference, seed {REFERENCE_SHOT_SEED})")
         elif seed != REFERENCE_SHOT_SEED:
             why.append(f"shot_seed={seed} (paper: {REFERENCE_SHOT_SEED})")
@@ -147,7 +149,7 @@ def matched(source: str, model: str, instr: str, shots: int, variant: str) -> st
 
 def run_settings(run: Run, served_model: object) -> dict[str, object]:
     """The run's identity with what `differences` reads beyond it: the model asked for and the one served, the
-    shot seed in effect, a reused answers file, the prompt tokens the backend kept."""
+    shot seed in effect, pinned shots, a reused answers file, the prompt tokens the backend kept."""
     settings = run.config.get("settings") or {}
     sampler = setting(run.config, "shot_sampler")
     seed = settings.get("shot_seed")
@@ -158,6 +160,7 @@ def run_settings(run: Run, served_model: object) -> dict[str, object]:
         "served_model": served_model if isinstance(served_model, str) else None,  # pandas: NaN for none
         "shot_seed": seed,
         "answers": settings.get("answers"),
+        "shot_ids": settings.get("shot_ids"),
         "truncate_input": _truncation(run),
         "published": published_settings(settings),
     }

@@ -4,7 +4,7 @@ Tables 1, 3, 4) and our model ids for them."""
 from __future__ import annotations
 
 import csv
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +74,9 @@ PAPER_PROTOCOL: dict[str, object] = {
     "stop": None,
 }
 PAPER_PROTOCOL["reasoning"] = False  # no thinking budget: a reasoning run is another protocol
+# One greedy reply per item (openai_utils.py: temperature 0; T5: greedy generate): a sampled run, or the reduce of
+# several replies, is another protocol (harness/scoring/repeats.py).
+PAPER_PROTOCOL |= {"temperature": 0.0, "repeats": 1}
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,15 @@ def match(
     return None
 
 
+def _chosen(identity: Mapping[str, object]) -> str:
+    """How a part of the split was chosen, where it was not the first N rows (harness/datasets/items.py)."""
+    if identity.get("sample") is not None:
+        return f", a seeded sample (--sample {identity['sample']} --sample-seed {identity.get('sample_seed', 0)})"
+    if identity.get("ids_hash") is not None:
+        return ", the items of an id list (--ids)"
+    return ""
+
+
 def not_comparable(
     published: Published,
     n: int,
@@ -177,7 +189,7 @@ def not_comparable(
     if full is None:
         why.append(f"size of {published.split} unknown")
     elif n != full:
-        why.append(f"n={n:,} of {full:,}")
+        why.append(f"n={n:,} of {full:,}" + _chosen(identity))
     if errors:
         why.append(f"{errors:,} failed request{'s' if errors != 1 else ''}")
     protocol = PAPER_PROTOCOL | {"chat": published.model in CHAT_MODELS}

@@ -21,6 +21,7 @@ from harness.reporting.published import Published, load_published, match, not_co
 from harness.reporting.rowkeys import label_rows, text
 from harness.reporting.sections import SECTIONS
 from harness.reporting.shareable import without_csts_text
+from harness.reporting.significance import flag_differences
 from harness.reporting.tables import LAYOUT_METRICS
 from harness.results.manifest import ALTERED
 from harness.results.provenance import endpoints
@@ -203,7 +204,7 @@ def attach_published(
             ours - theirs if theirs is not None and ours is not None and not _nan(ours) and note is None else None
             for ours, theirs, note in zip(table[key], paper, notes, strict=True)
         ]
-    return table
+    return flag_differences(table)  # each Δ's p, adjusted over every comparable cell of the report
 
 
 def _nan(v: object) -> bool:

@@ -18,6 +18,8 @@ __all__ = ["SECTIONS", "Part", "Section"]
 # One entry per section: its anchor in index.html -> its description. Shown in this order, after the built-in tables.
 SECTIONS: dict[str, Section] = {
     "metrics": Section("harness.reporting.metrics_section", "More metrics"),
+    "swing": Section("harness.reporting.swing_section", "Format sensitivity: the swing across templates"),
+    "repeats": Section("harness.reporting.repeats_section", "Repeated samples: how K replies per item combined"),
     "errors": Section("harness.reporting.error_id", "Annotation-error identification (Tu et al. 2024, §4.2)"),
     "case": Section("harness.reporting.case_section", "Embedding settings and isotropy (Zhang et al. 2025)"),
 }

@@ -64,6 +64,8 @@ def without_csts_text(run: Run) -> Run:
             error=error_head(s.error),
             served_model=_shaped(s.served_model, _MODEL_ID),
             finish_reason=_shaped(s.finish_reason, _STOP_REASON),
+            # --repeats: the K replies out, their scores and spread kept
+            repeats=None if s.repeats is None else {**s.repeats, "outputs": [gone(o) for o in s.repeats["outputs"]]},
         )
         for s in run.samples
     )

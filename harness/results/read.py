@@ -49,9 +49,14 @@ OLD_DEFAULTS: dict[str, Any] = {
     "shot_sampler": "seeded",  # per-query seeded draw (the harness's own)
     "reasoning": False,  # a thinking budget beside the answer's (README "Reasoning models")
     "constrain": None,  # the reply as the model wrote it
+    "repeats": 1,  # one reply per item (Deshpande et al. 2023)
+    "temperature": 0.0,  # greedy (openai_utils.py: temperature 0)
+    "reduce": "mean",  # --repeats' reducer (one reply: nothing to reduce)
+    "sample_seed": 0,
 }
 IDENTITY: tuple[str, ...] = ("backend", "chat", "template", "scoring", "parse", "max_tokens", "stop", "shot_sampler")
 IDENTITY += ("constrain", "seed", "limit", "subset_seed", "answer_model", "reasoning")
+IDENTITY += ("sample", "sample_seed", "ids_hash", "repeats", "temperature", "reduce")
 CHAT_BACKENDS = ("openai", "anthropic")  # before --chat/--no-chat, API backends always sent one chat message
 OWN = "(own file)"  # a template named as a bundled one whose text is not the bundled text (own_template)
 

@@ -90,6 +90,8 @@ def sample_record(s: Scored) -> dict[str, Any]:
         del record["reasoning"]
     if s.expected_dropped is None:  # log-probabilities dropped only where a reply held impossible ones
         del record["expected_dropped"]
+    if s.repeats is None:  # --repeats only: a run of one reply per item keeps its layout
+        del record["repeats"]
     return record
 
 

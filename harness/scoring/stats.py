@@ -210,6 +210,22 @@ def compare_paired(
     return PairedResult(len(gold), ra, rb, diff, lo, hi, p_boot, p_w)
 
 
+def p_against(estimate: float | None, low: float | None, high: float | None, value: float) -> float | None:
+    """Two-sided p that a correlation (×100) with this 95 % percentile interval equals `value`, a published number
+    taken as fixed: a normal approximation in Fisher's z (atanh), its standard error read off the interval's width,
+    so that the test resamples as the interval did (C-STS: whole sentence pairs). None where it is undefined (no
+    interval, a correlation of ±100)."""
+    from scipy.stats import norm
+
+    if estimate is None or low is None or high is None or not all(abs(v) < 100 for v in (estimate, low, high, value)):
+        return None
+    se = (math.atanh(high / 100) - math.atanh(low / 100)) / (2 * float(norm.ppf(0.975)))
+    if not se > 0:
+        return None
+    z = (math.atanh(estimate / 100) - math.atanh(value / 100)) / se
+    return float(2 * norm.sf(abs(z)))
+
+
 def fallback_spread(
     pred: Sequence[float], gold: Sequence[float], invalid: Sequence[bool], draws: np.ndarray
 ) -> dict[str, tuple[float | None, float | None]]:

@@ -3,6 +3,7 @@ condition, the reply's first number its score."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from harness.prompting.render import PromptRenderer, template_name
 from harness.scoring.constrained import parse_constrained
 from harness.scoring.parsing import parse_score
 from harness.scoring.reasoning import parse_tags
+from harness.scoring.repeats import combine, repeat_metrics
 from harness.scoring.score import answer_parser, score
 from harness.types import Dataset, Example, Request, Scored
 from harness.variants.base import Outcome
@@ -31,10 +33,20 @@ def template(config: RunConfig) -> str:
 def requests(
     config: RunConfig, queries: tuple[Example, ...], shots: tuple[tuple[Example, ...], ...], renderer: PromptRenderer
 ) -> tuple[Request, ...]:
-    """One prompt per query, its shots before it."""
-    return tuple(
-        Request(q.id, renderer.render(q, s), max_tokens=config.max_tokens) for q, s in zip(queries, shots, strict=True)
+    """One prompt per query, its shots before it; --repeats K: all the queries K times over, repeat k's requests
+    `sample=k` (a cache key of its own, harness/calling/cache_keys.py) and ids `<id>#k` (the first keeps the id)."""
+    once = tuple(
+        Request(q.id, renderer.render(q, s), max_tokens=config.max_tokens, temperature=config.temperature)
+        for q, s in zip(queries, shots, strict=True)
     )
+    again = (dataclasses.replace(r, id=f"{r.id}#{k}", sample=k) for k in range(1, config.repeats) for r in once)
+    return (*once, *again)
+
+
+def repeat_preps(prep: Prepared, k: int) -> list[Prepared]:
+    """The run's Prepared once per repeat (its requests that repeat's), for scoring each alone."""
+    n = len(prep.queries)
+    return [dataclasses.replace(prep, requests=prep.requests[i * n : (i + 1) * n]) for i in range(k)]
 
 
 def scoring_backend(config: RunConfig) -> Backend:
@@ -54,7 +66,8 @@ def run_label(prep: Prepared) -> str:
 
 
 def dry_run(config: RunConfig, prep: Prepared, price: Price | None) -> tuple[list[Scored], dict[str, Any]]:
-    return score(prep, None, config.seed), dry_run_estimate([Step("scoring", config, prep.requests, price)], price)
+    first = repeat_preps(prep, config.repeats)[0]  # every request is priced (K per item); the prompts once
+    return score(first, None, config.seed), dry_run_estimate([Step("scoring", config, prep.requests, price)], price)
 
 
 def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price | None) -> Outcome:
@@ -63,5 +76,15 @@ def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price |
     constrained = config.constrain is not None
     parse = answer_parser(tags, parse_constrained if constrained else parse_score)  # --constrain: its own shape
     replies = call(backend, prep.requests, dispatch_options(config, price), stats, parse=parse)
-    samples = score(prep, replies.completions, config.seed, config.parse == "strict", replies.parsed, tags, constrained)
-    return Outcome(samples, {"usage": usage(replies.completions, price, stats.paid_by_batch)} | stats.record())
+    strict = config.parse == "strict"
+    scored = [
+        score(p, replies.completions, config.seed, strict, replies.parsed, tags, constrained)
+        for p in repeat_preps(prep, config.repeats)
+    ]
+    metrics = {"usage": usage(replies.completions, price, stats.paid_by_batch)} | stats.record()
+    if config.repeats == 1:
+        return Outcome(scored[0], metrics)
+    samples = combine(scored, config.reduce, prep.dataset.label_range)
+    return Outcome(
+        samples, metrics | {"repeats": repeat_metrics(samples, config.repeats, config.reduce, config.temperature)}
+    )

@@ -44,6 +44,8 @@ def check_variant(config: RunConfig) -> Description:
         raise HarnessError(f"--variant {config.variant} turns C-STS conditions into questions: use --dataset csts")
     if config.variant != "case" and config.embed != EmbedOptions():
         raise HarnessError("--case-setting, --case-inputs and --case-ffn* belong to --variant case")
+    if config.variant != "sentences" and (config.repeats != 1 or config.temperature != 0):
+        raise HarnessError(f"--repeats and --temperature belong to --variant sentences, not {config.variant}")
     if not v.answers and (config.answers or config.answer_model):
         asking = " or ".join(name for name, d in VARIANTS.items() if d.answers)
         raise HarnessError(f"--answers and --answer-model belong to --variant {asking}")

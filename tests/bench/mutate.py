@@ -46,6 +46,7 @@ MODULES: dict[str, list[str]] = {
     "harness/scoring/reasoning.py": ["tests/scoring/test_reasoning.py"],
     "harness/scoring/agreement.py": ["tests/scoring/test_agreement.py"],
     "harness/scoring/reannotation.py": ["tests/scoring/test_reannotation.py"],
+    "harness/scoring/repeats.py": ["tests/scoring/test_repeats.py"],
     "harness/prompting/fewshot.py": [
         "tests/prompting/test_fewshot.py",
         "tests/prompting/test_fewshot_golden.py",
@@ -54,6 +55,7 @@ MODULES: dict[str, list[str]] = {
     "harness/prompting/render.py": ["tests/prompting/test_prompts.py", "tests/prompting/test_prompts_t5.py"],
     "harness/datasets/load.py": ["tests/datasets/test_data.py"],
     "harness/datasets/labels.py": ["tests/datasets/test_labels.py"],
+    "harness/datasets/items.py": ["tests/datasets/test_items.py"],
     "harness/calling/cache_keys.py": ["tests/calling/test_cache_keys.py"],
     "harness/config/keys.py": ["tests/config/test_keys.py", "tests/config/test_affects.py"],
     "harness/config/option.py": ["tests/config/test_option.py", "tests/config/test_affects.py"],
@@ -66,6 +68,7 @@ MODULES: dict[str, list[str]] = {
     "harness/reporting/tables.py": ["tests/reporting/test_tables.py"],
     "harness/reporting/published.py": ["tests/reporting/test_published.py"],
     "harness/reporting/paper_settings.py": ["tests/reporting/test_paper_settings.py"],
+    "harness/reporting/significance.py": ["tests/reporting/test_significance.py"],
     "harness/config/paper.py": ["tests/config/test_paper.py"],
     "harness/config/checks.py": ["tests/config/test_validate.py", "tests/cli/test_precedence.py"],
     "harness/calling/limits.py": ["tests/calling/test_limits.py", "tests/calling/test_limiter_pacing.py"],

@@ -55,6 +55,14 @@ def _fifo(flag: str, *extra: str) -> Callable[[Path, Path], list[str]]:
     return setup
 
 
+def _ids(text: str, flag: str, *extra: str) -> Callable[[Path, Path], list[str]]:
+    def setup(tmp: Path, data: Path) -> list[str]:
+        (tmp / "ids.txt").write_text(text)
+        return ["--model", "overlap", "--data-dir", str(data), flag, str(tmp / "ids.txt"), *extra]
+
+    return setup
+
+
 def _args(*argv: str) -> Callable[[Path, Path], list[str]]:
     return lambda tmp, data: [a.replace("DATA", str(data)).replace("TMP", str(tmp)) for a in argv]
 
@@ -162,6 +170,50 @@ BAD_INPUT: list[Case] = [
         "dry run, --scoring expected on Anthropic (no log-probabilities)",
         _args("--model", "claude-haiku-4-5", "--data-dir", "DATA", "--scoring", "expected", "--dry-run"),
         "--scoring expected needs the first output token's log-probabilities",
+    ),
+    # Issue 44: chosen items, pinned shots, repeated samples
+    ("--ids naming an unknown id", _ids("3\n99\n", "--ids"), "id 99 (its 2nd id) is not in csts validation"),
+    ("--ids listing an id twice", _ids("3\n3\n", "--ids"), "line 2: id 3 is listed twice"),
+    ("--ids listing nothing", _ids("# none\n", "--ids"), "lists no id"),
+    ("a FIFO as --ids", _fifo("--ids"), "--ids file"),
+    ("--shot-ids naming an unknown id", _ids("999\n", "--shot-ids", "--shots", "2"), "id 999 is not a row of"),
+    ("--shot-ids too few", _ids("0\n", "--shot-ids", "--shots", "4"), "names 1 usable sentence pairs, too few for k=4"),
+    (
+        "--limit and --sample",
+        _args("--model", "overlap", "--data-dir", "DATA", "--limit", "2", "--sample", "2"),
+        "--limit and --sample each choose the items",
+    ),
+    ("--sample 0", _args("--model", "overlap", "--data-dir", "DATA", "--sample", "0"), "--sample must be at least 1"),
+    (
+        "--repeats 0",
+        _args("--model", "overlap", "--data-dir", "DATA", "--repeats", "0"),
+        "--repeats must be at least 1",
+    ),
+    ("--temperature -1", _args("--model", "overlap", "--data-dir", "DATA", "--temperature=-1"), "--temperature must"),
+    (
+        "--repeats with --parse strict",
+        _args("--model", "overlap", "--data-dir", "DATA", "--repeats", "2", "--parse", "strict"),
+        "--repeats combines",
+    ),
+    (
+        "--repeats with --variant qa",
+        _args("--model", "gpt-4o", "--variant", "qa", "--data-dir", "DATA", "--repeats", "2", "--dry-run"),
+        "--repeats and --temperature belong to --variant sentences",
+    ),
+    (
+        "--temperature on the greedy-only hf backend",
+        _args("--model", "smollm2-135m", "--data-dir", "DATA", "--temperature", "0.7", "--dry-run"),
+        "--temperature 0.7: the hf backend decodes greedily only",
+    ),
+    (
+        "--temperature on Anthropic without --anthropic-greedy (it would not be sent)",
+        _args("--model", "claude-haiku-4-5", "--data-dir", "DATA", "--temperature", "0.5", "--dry-run"),
+        "--temperature 0.5: Anthropic's current API version takes no temperature",
+    ),
+    (
+        "--temperature on an OpenAI reasoning model",
+        _args("--model", "o3-mini", "--data-dir", "DATA", "--temperature", "0.5", "--dry-run"),
+        "--temperature 0.5: OpenAI's reasoning models reject temperature",
     ),
 ]
 

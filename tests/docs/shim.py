@@ -4,10 +4,10 @@ A `run_eval.py` (or `csts-eval`) command is run as written, except: a run that w
 offline baselines gets `--dry-run` (an API model costs money, a hub model is not here; SmolLM2 takes minutes on
 two busy cores, and tests/calling/test_real_model.py runs it for real: DOCS_REAL_MODELS=1 runs it here too, on 3
 queries; through `--backend vllm` it runs for real, on 3 queries, where vllm is installed, and is left out with the
-reason where not); every run gets a small `--limit`; `path/to/csts.tar.enc` and `path/to/PASSWORD` become the shared
-archive and its password, which a C-STS run without data options also gets (the docs assume CSTS_DATA_DIR or
---archive for those); a `--model path/to/...` becomes an empty folder (a dry run checks only that it exists). A
-command that needs C-STS, or SmolLM2's package, where they are missing is not run: it is written to the file in
+reason where not); every run gets a small `--limit` (a `--sample` over 60 becomes 60; an `--ids` run keeps its
+items); `path/to/csts.tar.enc` and `path/to/PASSWORD` become the shared archive and its password, which a C-STS
+run without data options also gets (the docs assume CSTS_DATA_DIR or --archive for those); a `--model path/to/...`
+becomes an empty folder (a dry run checks only that it exists). A command that needs C-STS, or SmolLM2's package, where they are missing is not run: it is written to the file in
 $DOCS_SKIPPED with the reason, and the test reports it. Other python commands run unchanged.
 """
 
@@ -70,7 +70,12 @@ def rewrite(args: list[str]) -> list[str]:
     if any(m not in FREE for m in models if m) and "--dry-run" not in args and not local_vllm:
         args.append("--dry-run")
     limit = "3" if "smollm2-135m" in models else "20"
-    if "--limit" in args:
+    if "--sample" in args:  # the items are chosen already (--limit would be refused beside it): a smaller sample
+        i = args.index("--sample")
+        args[i + 1] = str(min(int(args[i + 1]), 60))
+    elif "--ids" in args:  # the file's items, as written
+        pass
+    elif "--limit" in args:
         i = args.index("--limit")
         args[i + 1] = limit if "smollm2-135m" in models else str(min(int(args[i + 1]), 60))
     else:

@@ -5,6 +5,7 @@ every byte of every file the report wrote is searched for every sentence and con
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -105,3 +106,17 @@ def test_server_strings_and_error_messages_that_quote_the_prompt_stay_out(
     assert leaks(tmp_path / "shared", private) == {}
     page = (tmp_path / "shared" / "index.html").read_text(encoding="utf-8")
     assert "bad_request: HTTP 400: [C-STS text left out: shareable report]" in page
+
+
+def test_the_replies_of_repeated_samples_stay_out_and_their_scores_and_ids_stay(tmp_path: Path) -> None:
+    """--repeats keeps each item's K replies in samples.jsonl (`repeats.outputs`): a shareable run drops them."""
+    from harness.reporting.shareable import LEFT_OUT, without_csts_text
+    from harness.results.read import load_run
+    from tests.synthetic_runs import make_run
+
+    run = load_run(make_run(tmp_path, "r", n=4))
+    spread = {"values": [2.0, None], "valid": 1, "sd": None, "range": 0.0, "outputs": ["2, as A0 and B0 say", "no"]}
+    run = dataclasses.replace(run, samples=tuple(dataclasses.replace(s, repeats=spread) for s in run.samples))
+    shared = without_csts_text(run)
+    assert [s.id for s in shared.samples] == ["0", "1", "2", "3"]
+    assert {json.dumps(s.repeats) for s in shared.samples} == {json.dumps(spread | {"outputs": [LEFT_OUT, LEFT_OUT]})}

@@ -66,9 +66,15 @@ def test_samples_jsonl_lines_are_json_dumps_of_the_records_in_field_order(tmp_pa
     want = [sample_record(samples[0]), nan_free, sample_record(samples[2])]
     assert lines == [json.dumps(r, ensure_ascii=False) for r in want]
     fields = [f.name for f in dataclasses.fields(Scored)]
-    optional = ("expected", "expected_mass", "reasoning", "expected_dropped")  # only where the sample has them
+    optional = (
+        "expected",
+        "expected_mass",
+        "reasoning",
+        "expected_dropped",
+        "repeats",
+    )  # only where the sample has them
     assert list(sample_record(samples[0])) == [f for f in fields if f not in optional]
-    assert list(sample_record(samples[2])) == [f for f in fields if f != "expected_dropped"]
+    assert list(sample_record(samples[2])) == [f for f in fields if f not in ("expected_dropped", "repeats")]
 
 
 def test_expected_fields_are_written_only_by_expected_scoring(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ class Description:
     # extended thinking); by-name: an open model's name, with a chat template; None: never
     thinking: Literal["openai-names", "when-asked", "by-name"] | None = None
     truncates: bool = False  # cuts a prompt over the model's context (--truncate-input)
+    samples: bool = True  # decodes at a --temperature above 0 (hf: greedy only)
     embedder: str | None = None  # "module:Class" that embeds the qa-embed variant's answers; None: it cannot
     key_env: str | None = None  # the environment variable holding its API key
     url: str | None = None  # the provider's own API: a run sent elsewhere is flagged (results/provenance.py)
@@ -103,6 +104,7 @@ BACKENDS: dict[str, Description] = {
         constrain="the first output token restricted to the scale's tokens",
         thinking="by-name",
         truncates=True,
+        samples=False,  # hf_steps.py: greedy generate only
         embedder="harness.calling.backends.embeddings:SentenceTransformerBackend",  # its directory, loaded as one
         packages=("transformers", "torch"),
         models=tuple(KNOWN_MODELS),  # weights shipped in a package
