@@ -65,7 +65,7 @@ class Shared:
             self.pickers[key] = (
                 make_picker(config, as_filed, self.data)
                 if config.shot_ids is None
-                else PinnedPicker(as_filed.name, as_filed.pool, config.shot_ids)
+                else PinnedPicker(as_filed.name, as_filed.pool, config.shot_ids, paired=as_filed.conditions)
             )
         return self.pickers[key]
 

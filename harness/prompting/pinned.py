@@ -24,11 +24,12 @@ from harness.types import Example, HarnessError
 class PinnedPicker:
     """The shots a --shot-ids file names, for every query."""
 
-    def __init__(self, dataset: str, pool: Sequence[Example], path: Path) -> None:
+    def __init__(self, dataset: str, pool: Sequence[Example], path: Path, *, paired: bool) -> None:
+        """`paired`: the dataset's items carry a condition (shots are then both conditions of a pair)."""
         self.path = Path(path)
         ids = read_ids(self.path, "--shot-ids file")
         # The pool's units as the seeded sampler groups them: C-STS pairs with exactly two conditions.
-        units = ShotPicker(dataset, pool, 0).units
+        units = ShotPicker(dataset, pool, 0, paired=paired).units
         unit_of = {e.id: unit for unit in units for e in unit}
         rows = {e.id for e in pool}
         chosen: list[tuple[Example, ...]] = []

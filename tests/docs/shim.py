@@ -7,8 +7,9 @@ queries; through `--backend vllm` it runs for real, on 3 queries, where vllm is 
 reason where not); every run gets a small `--limit` (a `--sample` over 60 becomes 60; an `--ids` run keeps its
 items); `path/to/csts.tar.enc` and `path/to/PASSWORD` become the shared archive and its password, which a C-STS
 run without data options also gets (the docs assume CSTS_DATA_DIR or --archive for those); a `--model path/to/...`
-becomes an empty folder (a dry run checks only that it exists). A command that needs C-STS, or SmolLM2's package, where they are missing is not run: it is written to the file in
-$DOCS_SKIPPED with the reason, and the test reports it. Other python commands run unchanged.
+becomes an empty folder (a dry run checks only that it exists). A command that needs C-STS, or SmolLM2's package,
+where they are missing is not run: it is written to the file in $DOCS_SKIPPED with the reason, and the test reports
+it. Other python commands run unchanged.
 """
 
 from __future__ import annotations
