@@ -114,7 +114,8 @@ def config_record(
         # Every REQUEST, READING or ITEMS setting not at its default, from the declarations' marks (config/keys.py);
         # the entries after it say some of them as resolved for this run (the dataset's name, the template's file,
         # the backend ...; a dataset file's content is in data_hashes).
-        **identity_settings(config),
+        # --ids is there as the ids it chose (ids_hash below), wherever the file lies.
+        **{k: v for k, v in identity_settings(config).items() if k != "ids"},
         "dataset": prep.dataset.name,
         "split": config.split,
         "model": config.model,

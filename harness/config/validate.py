@@ -39,7 +39,8 @@ def _check_items(config: RunConfig) -> None:
               if value is not None]  # fmt: skip
     if len(chosen) > 1:
         raise HarnessError(f"{' and '.join(chosen)} each choose the items: give one of them")
-    if config.shot_ids is not None and (config.shot_sampler != "seeded" or config.shot_seed is not None):
+    drawn = config.shot_sampler != RunConfig(model="").shot_sampler or config.shot_seed is not None  # not defaults
+    if config.shot_ids is not None and drawn:
         raise HarnessError("--shot-ids pins the shots: --shot-sampler and --shot-seed have nothing left to draw")
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from harness.reporting.html_sections import esc, html_table
-from harness.reporting.sections import Part
+from harness.reporting.part import Part
 from harness.reporting.tables import fmt, md_table
 from harness.results.read import Run
 

@@ -53,14 +53,14 @@ CASES: dict[str, tuple[RunConfig, dict[str, Any]]] = {
     "shots": (API, {"shots": 2}),
     "instr": (API, {"instr": "short"}),
     "template": (API, {"template": "long"}),
-    "seed": (SHOTS, {"seed": 1}),  # the shots drawn
+    "seed": (dataclasses.replace(SHOTS, shot_sampler="seeded"), {"seed": 1}),  # the shots the seeded sampler draws
     "variant": (API, {"variant": "qa", "dataset": "csts"}),  # an answer per sentence, then a scoring prompt
     "answer_model": (QA, {"answer_model": "m3"}),
     "answer_backend": (QA, {"answer_backend": "anthropic"}),
     "chat": (API, {"chat": True}),  # a --base-url server's default: raw text
     "stop": (API, {"stop": ("\n",)}),
     "max_tokens": (API, {"max_tokens": 5}),
-    "shot_sampler": (SHOTS, {"shot_sampler": "reference"}),
+    "shot_sampler": (SHOTS, {"shot_sampler": "seeded"}),  # the default is the reference stream
     "shot_seed": (SHOTS, {"shot_seed": 7}),
     "truncate_input": (HF, {"truncate_input": "8"}),
     "scoring": (API, {"scoring": "expected"}),
@@ -73,6 +73,8 @@ CASES: dict[str, tuple[RunConfig, dict[str, Any]]] = {
     "local.dtype": (HF, {"local__dtype": "float32"}),
     "local.max_model_len": (VLLM, {"local__max_model_len": 512}),
     "embed.inputs": (CASE, {"embed__inputs": "concat"}),
+    "repeats": (API, {"repeats": 2}),  # repeat 0 is the request as before; repeat 1 is a request of its own
+    "temperature": (API, {"temperature": 0.7}),
 }
 # REQUEST settings whose requests exist only after a call: checked where they are made.
 AFTER_CALLS = {
@@ -80,6 +82,8 @@ AFTER_CALLS = {
     # (variants/qa.py score_requests), so they reach the key as the prompt (tests/variants/test_qa.py).
     "answers",
 }
+# REQUEST settings that name a file: checked by a test of their own below, with the file written for it.
+OWN_TEST = {"shot_ids"}
 
 
 def keys(config: RunConfig) -> set[str]:
@@ -112,7 +116,7 @@ REQUEST = marked(RunConfig, Affects.REQUEST)
 
 def test_every_request_setting_has_a_case() -> None:
     """A new REQUEST setting adds its case above (or says why its requests are made after a call)."""
-    assert {name_of(d) for d in REQUEST} - AFTER_CALLS == set(CASES)
+    assert {name_of(d) for d in REQUEST} - AFTER_CALLS - OWN_TEST == set(CASES)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -123,8 +127,19 @@ def test_changing_a_request_setting_alone_changes_the_keys(name: str) -> None:
         pytest.skip(f'the hf and local extras are not installed ({", ".join(missing)}): pip install -e ".[hf,local]"')
     before, after = keys(base), keys(_with(base, **change))
     assert before and after and before != after
-    if name != "embed.inputs":  # a sentence embedded alone is the same text in either style: the same answer
+    # A sentence embedded alone is the same text in either style (the same answer); a run of K repeats asks the
+    # first repeat as a run of one does.
+    if name not in ("embed.inputs", "repeats"):
         assert before.isdisjoint(after), f"{name}: {len(before & after)} requests would share a stored answer"
+
+
+def test_pinned_shots_change_the_keys(tmp_path: Path) -> None:
+    """--shot-ids FILE: the shots it pins are in the prompts, so in the keys; another file, other keys."""
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text("3\n17\n", encoding="utf-8")
+    second.write_text("5\n17\n", encoding="utf-8")
+    drawn, a, b = keys(SHOTS), keys(_with(SHOTS, shot_ids=first)), keys(_with(SHOTS, shot_ids=second))
+    assert drawn.isdisjoint(a) and a.isdisjoint(b) and len(a) == len(b) == len(drawn)
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from harness.calling.backends.anthropic import AnthropicBackend
 from harness.calling.backends.base import PermanentError, RemoteBackend
 from harness.calling.backends.openai import OpenAIBackend
 from harness.cli.main import main
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.types import Request
 from tests.fake_server import FakeServer
 

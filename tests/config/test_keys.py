@@ -27,7 +27,7 @@ def _other(d: Declared) -> Any:
     if isinstance(default, int):
         return default + 1
     if isinstance(default, float):
-        return default * 2
+        return default * 2 if default else 0.5
     if isinstance(default, tuple):
         return (*default, "x")
     if isinstance(default, Path):

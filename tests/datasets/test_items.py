@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.datasets.choose import load_dataset
 from harness.datasets.items import read_ids, select
-from harness.datasets.load import load_dataset
 from harness.types import Example, HarnessError
 
 # STS-B validation (bundled, 1,500 items), --sample 500 --sample-seed 3: the first ids drawn, and all 500 as a digest.

@@ -31,8 +31,19 @@ def _s(item: str, text: str | None, parsed: float | None, error: str | None = No
     valid = parsed is not None
     prediction = None if error else parsed if valid else fallback
     reason = "error" if error else "number" if valid else "no-number"
-    return Scored(item, "p", (), text, parsed, valid, prediction, 3.0, error, None, reason,
-                  usage=None if error else {"input_tokens": 10, "output_tokens": 2})  # fmt: skip
+    return Scored(
+        id=item,
+        prompt="p",
+        shot_ids=(),
+        output=text,
+        parsed=parsed,
+        valid=valid,
+        prediction=prediction,
+        label=3.0,
+        error=error,
+        reason=reason,
+        usage=None if error else {"input_tokens": 10, "output_tokens": 2},
+    )
 
 
 def test_items_combine_over_their_valid_replies() -> None:

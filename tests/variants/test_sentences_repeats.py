@@ -68,7 +68,9 @@ def test_repeats_are_asked_cached_and_reduced(tmp_path: Path, capsys: pytest.Cap
         0.7,
     )
     config = json.loads((out / "k3" / "config.json").read_text())
-    assert (config["repeats"], config["temperature"], config["reduce"]) == (3, 0.7, "mean")
+    # In the identity: what differs from the defaults (config/keys.py); the reducer at its default is in `settings`
+    assert (config["repeats"], config["temperature"], config["settings"]["reduce"]) == (3, 0.7, "mean")
+    assert "reduce" not in config and json.loads((out / "k4" / "config.json").read_text())["reduce"] == "median"
     row = next(p for p in load_published() if p.source.endswith("Table 12") and p.shots == 0 and p.instr == "none")
     verdict = not_comparable(row, 1500, 0, run_settings(load_run(out / "k3"), None)) or ""
     assert "temperature=0.7 (paper: 0.0)" in verdict and "repeats=3 (paper: 1)" in verdict
