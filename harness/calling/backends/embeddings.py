@@ -13,10 +13,11 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from harness.calling.backends import backend_name, described
-from harness.calling.backends.base import Backend, LocalBackend, MalformedReply
+from harness.calling.backends.base import Backend, LocalBackend, MalformedReply, token_count
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.openai_names import default_chat
 from harness.config.settings import RunConfig
+from harness.scoring.vectors import NOT_A_LIST, UNUSABLE, check_vector
 from harness.types import Completion, HarnessError, Request, Usage
 
 
@@ -48,11 +49,27 @@ class OpenAIEmbeddingBackend(OpenAIBackend):
         # vectors and decodes them, and qa-embed sends a few thousand requests, not hundreds a second.
         body = self.body(request)
         with self.pool.lease() as route, self.errors(body):
-            response = await route.client.embeddings.create(**body)
+            raw = await route.client.embeddings.with_raw_response.create(**body)
+        try:
+            json.loads(raw.content)
+        except ValueError:  # not JSON (cut off, not UTF-8): a broken delivery, retried
+            raise MalformedReply("malformed reply: not JSON") from None
+        except RecursionError:
+            return Completion(request.id, "", malformed=f"{UNUSABLE}: {NOT_A_LIST}")  # nested too deep
+        try:
+            response = raw.parse()
+        except Exception:  # the SDK could not decode the base64 vector it asked for (a string): paid for, so kept
+            return Completion(request.id, "", malformed=f"{UNUSABLE}: {NOT_A_LIST}")
         if not response.data:
             raise MalformedReply("malformed reply: no embedding in the reply")
-        tokens = response.usage.prompt_tokens if response.usage else 0
-        return Completion(request.id, json.dumps(response.data[0].embedding), usage=Usage(tokens or 0, 0))
+        tokens = token_count(getattr(response.usage, "prompt_tokens", None))
+        usage = Usage(tokens or 0, 0, reported=tokens is not None)
+        # Checked at the door (scoring/vectors.py): a vector that cannot be used is kept as a malformed answer with
+        # its reason code, cached as paid for and never bought again, and the item says why it has no prediction.
+        vector = check_vector(getattr(response.data[0], "embedding", None))
+        if isinstance(vector, str):
+            return Completion(request.id, "", usage=usage, malformed=f"{UNUSABLE}: {vector}")
+        return Completion(request.id, json.dumps(vector), usage=usage)
 
 
 CHUNK_BATCHES = 8  # batches encoded between two yields
