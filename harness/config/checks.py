@@ -88,9 +88,14 @@ def regular_file(what: str) -> Check:
     return check
 
 
+MAX_SHARDS = 100_000  # parts of one run: far more than any job array holds (Slurm's MaxArraySize defaults to 1,001)
+
+
 def shard(text: str) -> tuple[int, int]:
-    """--shard's "K/N" with 1 <= K <= N."""
+    """--shard's "K/N" with 1 <= K <= N <= MAX_SHARDS."""
     k, sep, n = text.partition("/")
     if not sep or not k.strip().isdigit() or not n.strip().isdigit() or not 1 <= int(k) <= int(n):
         raise argparse.ArgumentTypeError(f"{text!r} is not K/N with 1 <= K <= N (e.g. 2/4)")
+    if int(n) > MAX_SHARDS:
+        raise argparse.ArgumentTypeError(f"{text!r}: at most {MAX_SHARDS:,} parts (N)")
     return int(k), int(n)
