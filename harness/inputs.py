@@ -81,9 +81,9 @@ def too_large(path: Path, what: str, limit: int) -> HarnessError:
     return HarnessError(f"{what} {path} is larger than the {limit / 2**20:,.0f} MiB this reader takes")
 
 
-def read_text(path: Path, what: str) -> str:
+def read_text(path: Path, what: str, limit: int | None = None) -> str:
     """The file as UTF-8 text (a byte-order mark is dropped); anything else is one clear error."""
-    data = read_bytes(path, what)
+    data = read_bytes(path, what, limit)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
