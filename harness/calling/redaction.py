@@ -61,7 +61,7 @@ def url_secrets(url: str | None) -> tuple[str, ...]:
     if userinfo:  # `user:password`, or a token alone as the user (`https://TOKEN@host`)
         written = (userinfo, userinfo.partition(":")[2] or userinfo)
         found += [*written, *(urllib.parse.unquote(p) for p in written)]
-    for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
+    for name, value in urllib.parse.parse_qsl(parts.query):
         if _CREDENTIAL_PARAM.search(name):
             found += [value, urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value)]
     return secrets_of(found)
@@ -74,9 +74,9 @@ def _hex(value: int) -> str:
 
 def _char(c: str) -> str:
     """A pattern for one character of a secret as it may be written: as is, percent-encoded, JSON-escaped."""
-    forms = [re.escape(c), "".join(f"%{_hex(b)}" for b in c.encode("utf-8"))]
-    if ord(c) <= 0xFFFF:
-        forms.append(rf"\\u{_hex(ord(c) >> 8)}{_hex(ord(c) & 0xFF)}")
+    units = c.encode("utf-16-be")  # JSON's \\u escapes: UTF-16 code units, a surrogate pair past U+FFFF
+    json_escaped = "".join(rf"\\u{_hex(units[i])}{_hex(units[i + 1])}" for i in range(0, len(units), 2))
+    forms = [re.escape(c), "".join(f"%{_hex(b)}" for b in c.encode("utf-8")), json_escaped]
     if c == "/":
         forms.append(r"\\/")
     return "(?:" + "|".join(forms) + ")"
@@ -84,13 +84,14 @@ def _char(c: str) -> str:
 
 def base64_cores(secret: str) -> tuple[str, ...]:
     """What every base64 encoding of a text holding `secret` contains, whatever precedes it (`Bearer `, `user:`):
-    for each of the three alignments, the characters that encode only the secret's bytes (standard and URL-safe
+    for each of the three alignments, the characters that encode only the secret's bits (standard and URL-safe
     alphabets; those shorter than FRAGMENT characters are left out), and the secret's own encoding whole."""
     data = secret.encode("utf-8")
     cores = set()
     for offset in range(3):
         encoded = base64.b64encode(b"\0" * offset + data).decode("ascii")
-        start, end = -(-offset // 3) * 4, (offset + len(data)) // 3 * 4  # whole groups of the secret's bytes only
+        # a character holds 6 bits: those from the secret's first bit (8 * offset) to its last, and no other
+        start, end = -(-8 * offset // 6), 8 * (offset + len(data)) // 6
         core = encoded[start:end]
         if len(core) >= FRAGMENT:
             cores |= {core, core.replace("+", "-").replace("/", "_")}
@@ -138,7 +139,7 @@ def redact(text: str, secret: Secrets) -> str:
     """Remove secrets, in every form they may take, from a message or reply before it is recorded or printed
     (providers echo bad keys back, proxies their Proxy-Authorization)."""
     kept = secrets_of(secret)
-    if not kept or not text:
+    if not kept:
         return text
     forms = _forms(kept)
     if "%" in text or "\\" in text:  # only then can an encoded form be there: the pattern is slower than `in`
@@ -189,13 +190,12 @@ def without_prompt(message: str, prompt: str) -> str:
     `input`) would otherwise put the prompt's sentences and conditions, C-STS's among them, into the warning line,
     metrics.json and the report. The prompt itself is in samples.jsonl; the message keeps the server's own words."""
     n = QUOTE_MIN
-    if len(message) < n or len(prompt) < n:
-        return message
     grams = {prompt[i : i + n] for i in range(len(prompt) - n + 1)}
-    out, kept_from, covered_to = [], 0, -1
+    out: list[str] = []
+    kept_from = covered_to = 0
     for i in range(len(message) - n + 1):
         if message[i : i + n] in grams:
-            if i > covered_to:  # a new quote: what came before it is the server's
+            if not out or i > covered_to:  # a new quote: what came before it is the server's
                 out.append(message[kept_from:i])
                 out.append(PROMPT_QUOTED)
             covered_to = i + n

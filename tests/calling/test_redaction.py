@@ -13,7 +13,6 @@ import pytest
 from harness.calling.redaction import (
     FRAGMENT,
     PROMPT_QUOTED,
-    QUOTE_MIN,
     REDACTED,
     base64_cores,
     redact,
@@ -45,13 +44,19 @@ def b64(text: str, urlsafe: bool = False) -> str:
         ('"\\u0073k-test/41+enc=Zq9x7Lw3Rv"', f'"{REDACTED}"'),
         (b64(KEY), REDACTED),
         (f"Bearer {b64(KEY)}", f"Bearer {REDACTED}"),
-        (b64("Bearer " + KEY), "QmVhcmVyIHNr" + REDACTED + "UnY="),
+        (b64("Bearer " + KEY), "QmVhcmVyIH" + REDACTED + "Y="),
         (b64("me:" + KEY), "bWU6" + REDACTED),  # at the alignment of the key's own encoding
-        (b64("x" + KEY, urlsafe=True), "eHNr" + REDACTED + "UnY="),
+        (b64("x" + KEY, urlsafe=True), "eH" + REDACTED + "Y="),
         (b64(KEY, urlsafe=True).rstrip("="), REDACTED),
         (f"begins {KEY[:12]} and ends {KEY[12:]}", f"begins {REDACTED} and ends {REDACTED}"),
-        (f"a piece {KEY[3 : 3 + FRAGMENT]}.", f"a piece {REDACTED}."),
-        (f"too short {KEY[3 : 3 + FRAGMENT - 1]}.", f"too short {KEY[3 : 3 + FRAGMENT - 1]}."),
+        (f"a piece {KEY[3:11]}.", f"a piece {REDACTED}."),  # 8 characters: a piece
+        (f"too short {KEY[3:10]}.", f"too short {KEY[3:10]}."),  # 7: not one
+        (f"{KEY[:10]} at the start", f"{REDACTED} at the start"),
+        (f"at the end {KEY[-8:]}", f"at the end {REDACTED}"),  # the key's last piece
+        (KEY[:8], REDACTED),  # a text no longer than one piece
+        (KEY[:8] + KEY[:8], REDACTED),  # two pieces side by side: one run
+        (b64("Bearer " + KEY + " and more"), "QmVhcmVyIH" + REDACTED + "YgYW5kIG1vcmU="),  # text after the key
+        (b64("me:" + KEY + "!"), "bWU6" + REDACTED + "iE="),
         ("nothing of it here: 4.0", "nothing of it here: 4.0"),
         ("", ""),
         ("100% \\ sure", "100% \\ sure"),
@@ -76,6 +81,37 @@ def test_short_keys_and_the_placeholder_are_not_looked_for() -> None:
     assert redact("EMPTY abc", ["EMPTY", "abc"]) == "EMPTY abc"
     assert redact("key abcd.", "abcd") == f"key {REDACTED}."  # shorter than a piece: matched whole
     assert redact("text", None) == "text"
+
+
+@pytest.mark.parametrize("key", [KEY, "sk-łódź-\U0001f600-secret", "abcdefgh", "a?b>c~d" * 3])
+def test_the_cores_are_the_characters_only_the_key_s_bytes_decide(key: str) -> None:
+    """Computed another way: the characters on which two encodings agree whose bytes around the key differ in every
+    bit (zeros, then ones), at each alignment; 8 characters or more; and the key's own encoding, padded or not."""
+    data = key.encode()
+    want = set()
+    for offset in range(3):
+        a = base64.b64encode(b"\0" * offset + data + b"\0\0").decode()
+        b = base64.b64encode(b"\xff" * offset + data + b"\xff\xff").decode()
+        same = "".join(x if x == y else " " for x, y in zip(a, b, strict=True)).split()
+        core = max(same, key=len)
+        if len(core) >= 8:
+            want |= {core, core.translate(str.maketrans("+/", "-_"))}
+    alone = b64(key)
+    want |= {alone, alone.rstrip("="), b64(key, urlsafe=True), b64(key, urlsafe=True).rstrip("=")}
+    assert set(base64_cores(key)) == want
+
+
+def test_json_escapes_of_any_character_are_redacted() -> None:
+    key = "sk-łódź-\U0001f600-secret"
+    escaped = json.dumps(key)  # "sk-\u0142\u00f3d\u017a-\ud83d\ude00-secret"
+    assert "\\u0142" in escaped and "\\ud83d\\ude00" in escaped
+    assert redact(escaped, key) == f'"{REDACTED}"'
+    assert redact(escaped.replace("\\u0142", "\\u0142".replace("42", "4A")), key) != f'"{REDACTED}"'  # another letter
+    assert redact(escaped.replace("\\u017a", "\\u017A"), key) == f'"{REDACTED}"'  # hex in upper case
+
+
+def test_a_piece_is_redacted_wherever_it_repeats() -> None:
+    assert redact("x" + "a" * 9, "a" * 10) == f"x{REDACTED}"  # overlapping finds of one piece
 
 
 def test_the_longer_secret_goes_first() -> None:
@@ -133,8 +169,11 @@ def test_every_server_string_of_a_completion_is_redacted() -> None:
         ("short", "The cat sat on the mat", "short"),
         ("The cat sat on the mat", "short", "The cat sat on the mat"),
         ("no quote of it at all here", "The cat sat on the mat", "no quote of it at all here"),
-        ("a" * QUOTE_MIN, "a" * QUOTE_MIN, PROMPT_QUOTED),
-        ("a" * (QUOTE_MIN - 1) + "b", "a" * QUOTE_MIN, "a" * (QUOTE_MIN - 1) + "b"),
+        ("a" * 12, "a" * 12, PROMPT_QUOTED),  # 12 characters: a quote
+        ("abcdefghijk!", "abcdefghijkl", "abcdefghijk!"),  # 11: not one
+        ("It ends: the mat here", "the mat here", f"It ends: {PROMPT_QUOTED}"),  # the prompt's last 12
+        ("ABCDEFGHIJKLmnopqrstuvwx", "ABCDEFGHIJKL, mnopqrstuvwx", PROMPT_QUOTED),  # two quotes side by side
+        ("x ABCDEFGHIJKL", "ABCDEFGHIJKL", f"x {PROMPT_QUOTED}"),  # at the message's end
         ("x The cat sat on y The cat sat on z", "The cat sat on the mat", f"x {PROMPT_QUOTED}y {PROMPT_QUOTED}z"),
     ],
 )

@@ -16,7 +16,7 @@ from scipy.stats import spearmanr
 
 from harness.cli.main import main
 from harness.datasets.load import load_dataset
-from harness.scoring.vectors import MAX_DIM, read_vector
+from harness.scoring.vectors import MAX_DIM
 from tests.fake_server import EMBEDDINGS, FakeServer
 from tests.variants.test_qa_run import fake_answer
 
@@ -100,27 +100,3 @@ def test_qa_embed_keeps_items_with_unusable_vectors_out_and_says_why(csts_dir: P
     assert {s["error"].split(": ")[1] for s in failed} <= {"other-length", "not-a-list", "not-finite", "too-long"}
     assert metrics["n"] == len(samples) - len(failed) and metrics["errors"] == len(failed)
     assert sum(metrics["unusable_embeddings"].values()) > 0
-
-
-@pytest.mark.parametrize(
-    ("text", "want"),
-    [
-        ("[1.0, 2.5, -3e2]", [1.0, 2.5, -300.0]),
-        ("[1, 2]", [1.0, 2.0]),
-        ("[]", "empty"),
-        ('"a string"', "not-a-list"),
-        ("null", "not-a-list"),
-        (None, "not-a-list"),
-        ("[[1.0], [2.0]]", "not-a-list"),
-        ("[NaN, 1.0]", "not-a-list"),  # NaN and Infinity never reach the decoder
-        ("[1e999]", "not-finite"),
-        ("[1e200, 1e200]", "not-finite"),  # its squared length is not finite
-        ("[" + "9" * 400 + "]", "not-finite"),
-        ("[1.0" + ", 1.0" * MAX_DIM + "]", "too-long"),
-        ("[1.0" + ", 1.0" * (MAX_DIM - 1) + "]", [1.0] * MAX_DIM),
-        ("[" + " " * (MAX_DIM * 32) + "1]", "too-long"),  # too long a text to read at all
-        ("[1, 2", "not-a-list"),
-    ],
-)
-def test_a_stored_vector_is_read_or_given_a_reason(text: str | None, want: Any) -> None:
-    assert read_vector(text) == want
