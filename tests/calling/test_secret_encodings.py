@@ -132,12 +132,13 @@ def test_credentials_in_a_base_url_reach_no_file_and_no_line(
     """A gateway's `?api-key=` or `user:pass@` in --base-url is a credential: not in config.json (a dry run writes
     one), not in an error line (a real run: the server is asked, and says what went wrong)."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FakeServer() as server:
+    with FakeBatchServer() as server:
         base = url.format(base=server.openai_url, port=server.port)
         args = ["--model", "m", "--backend", "openai", "--base-url", base, "--dataset", "stsb", "--limit", "2"]
         args += ["--results-dir", str(tmp_path / "results"), "--no-progress", "--cache", str(tmp_path / "c.db")]
         assert main([*args, "--dry-run", "--run-id", "dry"]) == 0
         main([*args, "--run-id", "real"])
+        main([*args, "--run-id", "batch", "--batch", "--batch-poll", "0.05"])  # the cache file's batch records
     printed = capsys.readouterr()
     config = (tmp_path / "results" / "dry" / "config.json").read_text()
     assert "[redacted]" in config
