@@ -90,8 +90,9 @@ def base64_cores(secret: str) -> tuple[str, ...]:
     cores = set()
     for offset in range(3):
         encoded = base64.b64encode(b"\0" * offset + data).decode("ascii")
-        # a character holds 6 bits: those from the secret's first bit (8 * offset) to its last, and no other
-        start, end = -(-8 * offset // 6), 8 * (offset + len(data)) // 6
+        # a character holds 6 bits: those from the secret's first bit (8 * offset: the character ceil(8 * offset / 6))
+        # to its last, and no other
+        start, end = (0, 2, 3)[offset], 8 * (offset + len(data)) // 6
         core = encoded[start:end]
         if len(core) >= FRAGMENT:
             cores |= {core, core.replace("+", "-").replace("/", "_")}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -61,7 +62,8 @@ def check_vector(value: object) -> list[float] | str:
         return NOT_FINITE
     with np.errstate(over="ignore"):
         square = float(vector @ vector)
-    return vector.tolist() if square < 1e300 else NOT_FINITE  # type: ignore[no-any-return]
+    # |a - b|^2 <= 4 max(|a|^2, |b|^2): every distance between two vectors that pass stays finite
+    return vector.tolist() if square <= sys.float_info.max / 4 else NOT_FINITE  # type: ignore[no-any-return]
 
 
 def vector_from(text: str | None) -> list[float] | None:

@@ -51,6 +51,7 @@ def b64(text: str, urlsafe: bool = False) -> str:
         (f"begins {KEY[:12]} and ends {KEY[12:]}", f"begins {REDACTED} and ends {REDACTED}"),
         (f"a piece {KEY[3:11]}.", f"a piece {REDACTED}."),  # 8 characters: a piece
         (f"too short {KEY[3:10]}.", f"too short {KEY[3:10]}."),  # 7: not one
+        (f"its tail {KEY[-7:]}.", f"its tail {KEY[-7:]}."),  # nor its last 7
         (f"{KEY[:10]} at the start", f"{REDACTED} at the start"),
         (f"at the end {KEY[-8:]}", f"at the end {REDACTED}"),  # the key's last piece
         (KEY[:8], REDACTED),  # a text no longer than one piece
@@ -83,7 +84,7 @@ def test_short_keys_and_the_placeholder_are_not_looked_for() -> None:
     assert redact("text", None) == "text"
 
 
-@pytest.mark.parametrize("key", [KEY, "sk-łódź-\U0001f600-secret", "abcdefgh", "a?b>c~d" * 3])
+@pytest.mark.parametrize("key", [KEY, "sk-łódź-\U0001f600-secret", "abcdefg", "abcdefgh", "a?b>c~d" * 3])
 def test_the_cores_are_the_characters_only_the_key_s_bytes_decide(key: str) -> None:
     """Computed another way: the characters on which two encodings agree whose bytes around the key differ in every
     bit (zeros, then ones), at each alignment; 8 characters or more; and the key's own encoding, padded or not."""

@@ -3,6 +3,8 @@ length; what a run's replies give (vectors, and why the others have none); the c
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Any
 
 import pytest
@@ -22,6 +24,8 @@ from harness.scoring.vectors import (
 )
 from harness.types import Completion, Request
 
+QUARTER = math.sqrt(sys.float_info.max / 4)  # the longest vector of one number that passes, about 6.7e153
+
 
 @pytest.mark.parametrize(
     ("text", "want"),
@@ -37,9 +41,10 @@ from harness.types import Completion, Request
         ("[1e999]", "not-finite"),
         ("[1e200, 1e200]", "not-finite"),  # its squared length is not finite
         ("[" + "9" * 400 + "]", "not-finite"),
-        ("[1.0" + ", 1.0" * MAX_DIM + "]", "too-long"),
-        ("[1.0" + ", 1.0" * (MAX_DIM - 1) + "]", [1.0] * MAX_DIM),
-        ("[" + " " * (MAX_DIM * 32) + "1]", "too-long"),  # too long a text to read at all
+        ("[1.0" + ", 1.0" * 65_536 + "]", "too-long"),  # 65,537 numbers
+        ("[1.0" + ", 1.0" * 65_535 + "]", [1.0] * 65_536),
+        ("[" + " " * (2**21 - 3) + "1]", [1.0]),  # 2 MiB of characters: still read
+        ("[" + " " * (2**21 - 2) + "1]", "too-long"),  # one more: too long a text to read at all
         ("[1, 2", "not-a-list"),
     ],
 )
@@ -61,10 +66,10 @@ def test_a_stored_vector_is_read_or_given_a_reason(text: str | None, want: Any) 
         ([float("nan")], "not-finite"),
         ([float("-inf"), 1.0], "not-finite"),
         ([10**400], "not-finite"),
-        ([1e150, 1e150], "not-finite"),  # 2e300: past the room left for a distance
-        ([1e149, 1e149], [1e149, 1e149]),  # 2e298: within it
-        ([0.0] * MAX_DIM, [0.0] * MAX_DIM),
-        ([0.0] * (MAX_DIM + 1), "too-long"),
+        ([1.01 * QUARTER], "not-finite"),  # its squared length past a quarter of the largest float
+        ([0.99 * QUARTER], [0.99 * QUARTER]),  # within: a distance to any other vector that passes stays finite
+        ([0.0] * 65_536, [0.0] * 65_536),
+        ([0.0] * 65_537, "too-long"),
     ],
 )
 def test_a_value_is_a_vector_or_a_reason(value: Any, want: Any) -> None:
