@@ -17,8 +17,12 @@ from harness.calling.backends.base import Backend, LocalBackend, MalformedReply,
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.openai_names import default_chat
 from harness.config.settings import RunConfig
-from harness.scoring.vectors import NOT_A_LIST, UNUSABLE, check_vector
+from harness.scoring.vectors import MAX_TEXT, NOT_A_LIST, TOO_LONG, UNUSABLE, check_vector
 from harness.types import Completion, HarnessError, Request, Usage
+
+# One vector of MAX_DIM numbers, as JSON (MAX_TEXT characters at most) and its envelope: a longer reply is refused
+# unread, its vector too long.
+MAX_REPLY_BYTES = 2 * MAX_TEXT
 
 
 class OpenAIEmbeddingBackend(OpenAIBackend):
@@ -50,6 +54,8 @@ class OpenAIEmbeddingBackend(OpenAIBackend):
         body = self.body(request)
         with self.pool.lease() as route, self.errors(body):
             raw = await route.client.embeddings.with_raw_response.create(**body)
+        if len(raw.content) > MAX_REPLY_BYTES:  # never parsed: 4M numbers would take a GB as Python objects
+            return Completion(request.id, "", malformed=f"{UNUSABLE}: {TOO_LONG}")
         try:
             json.loads(raw.content)
         except ValueError:  # not JSON (cut off, not UTF-8): a broken delivery, retried
