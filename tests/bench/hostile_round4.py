@@ -77,8 +77,9 @@ def usage_classes() -> None:
               f"rerun exit {again}, paid answers re-requested on rerun: {rebought}")  # fmt: skip
 
 
-def embedding_classes(csts_dir: Path) -> None:
+def embedding_classes(csts_dir: Path, only: str | None = None) -> None:
     kinds = {**BAD, "4M floats": [0.5] * 4_000_000}
+    kinds = {k: v for k, v in kinds.items() if only is None or k == only}
     for kind, vector in kinds.items():
 
         def corrupt(endpoint: str, request: dict, reply: dict, vector: Any = vector) -> dict:
