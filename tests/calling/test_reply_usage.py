@@ -63,7 +63,7 @@ def test_an_unreported_usage_is_charged_its_reservation() -> None:
 
 N = 12
 HOSTILE: dict[str, Any] = {
-    "negative": {"prompt_tokens": -10**6, "completion_tokens": 1},
+    "negative": {"prompt_tokens": -(10**6), "completion_tokens": 1},
     "missing": None,
     "text": {"prompt_tokens": "many", "completion_tokens": "few"},
     "400 digits": {"prompt_tokens": 10**399, "completion_tokens": 1},

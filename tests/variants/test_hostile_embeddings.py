@@ -1,8 +1,8 @@
 """Embedding replies that cannot be used (issue 41): another length than the others, a string, null, NaN, Infinity,
-a vector of 70,000 numbers (past MAX_DIM), one of a million (a reply too long to parse). Through --variant case and qa-embed, with the real OpenAI SDK against
-tests/fake_server.py on 127.0.0.1: each item with such a vector is an error with its reason code (counted in
-metrics.json), the others are scored as the server's vectors say, and a rerun from the cache reads them the same
-way and buys nothing again. These runs ended in a traceback, on every rerun, before."""
+a vector of 70,000 numbers (past MAX_DIM), one of a million (a reply too long to parse). Through --variant case and
+qa-embed, with the real OpenAI SDK against tests/fake_server.py on 127.0.0.1: each item with such a vector is an error
+with its reason code (counted in metrics.json), the others are scored as the server's vectors say, and a rerun from
+the cache reads them the same way and buys nothing again. These runs ended in a traceback, on every rerun, before."""
 
 from __future__ import annotations
 
