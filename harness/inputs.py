@@ -51,27 +51,39 @@ def check_regular(path: Path, what: str) -> None:
         raise HarnessError(f"{what} {path} is {_kind(mode)}, not a file")
 
 
-def read_bytes(path: Path, what: str) -> bytes:
+def read_bytes(path: Path, what: str, limit: int | None = None) -> bytes:
     """The file's bytes. Opened non-blocking and checked with fstat before any read, so a FIFO never hangs
-    (and a file swapped for one between a check and the open is caught too)."""
+    (and a file swapped for one between a check and the open is caught too). `limit`: the most bytes the caller
+    takes; a larger file (or one that grows past it while read) is one error line, never read whole."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as e:
         raise _unreadable(path, what, e) from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise HarnessError(f"{what} {path} is {_kind(mode)}, not a file")
+        raise HarnessError(f"{what} {path} is {_kind(info.st_mode)}, not a file")
+    if limit is not None and info.st_size > limit:
+        os.close(fd)
+        raise too_large(path, what, limit)
     with os.fdopen(fd, "rb") as f:
         try:
-            return f.read()
+            data = f.read() if limit is None else f.read(limit + 1)
         except OSError as e:
             raise _unreadable(path, what, e) from None
+    if limit is not None and len(data) > limit:
+        raise too_large(path, what, limit)
+    return data
 
 
-def read_text(path: Path, what: str) -> str:
+def too_large(path: Path, what: str, limit: int) -> HarnessError:
+    """The one line for a file over what its reader takes."""
+    return HarnessError(f"{what} {path} is larger than the {limit / 2**20:,.0f} MiB this reader takes")
+
+
+def read_text(path: Path, what: str, limit: int | None = None) -> str:
     """The file as UTF-8 text (a byte-order mark is dropped); anything else is one clear error."""
-    data = read_bytes(path, what)
+    data = read_bytes(path, what, limit)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

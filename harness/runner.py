@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.calling.backends.base import Backend
 from harness.calling.pricing import Price, price_of
+from harness.calling.redaction import redact_all, url_secrets
 from harness.config.keys import identity_settings
 from harness.config.settings import RunConfig
 from harness.datasets.choose import describe_dataset, file_record, load_dataset
@@ -107,8 +108,11 @@ def prepare(config: RunConfig, shared: Shared | None = None) -> Prepared:
 def config_record(
     config: RunConfig, prep: Prepared, backend: Backend | None, shared: Shared | None = None
 ) -> dict[str, Any]:
-    """config.json: every setting, hashes of what produced the prompts, versions. No secrets."""
+    """config.json: every setting, hashes of what produced the prompts, versions. No secrets: the credentials a
+    --base-url carries (`?api-key=`, `user:pass@`) are redacted before anything is recorded or hashed."""
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(config).items()}
+    in_urls = [s for url in config.api.base_urls for s in url_secrets(url)]
+    settings = redact_all(settings, in_urls)
     whole = prep.whole or prep  # a --shard part is identified as the whole run plus its part
     identity = {
         # Every REQUEST, READING or ITEMS setting not at its default, from the declarations' marks (config/keys.py);
@@ -136,6 +140,7 @@ def config_record(
         "template_hashes": prep.renderer.hashes(),
         "data_hashes": prep.dataset.file_hashes,
     }
+    identity = redact_all(identity, in_urls)
     # Two runs with the same config_hash would send the same requests and score them the same way.
     config_hash = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
     part: dict[str, Any] = {}

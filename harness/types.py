@@ -53,6 +53,9 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0  # all of the reply, its reasoning included
     reasoning_tokens: int = 0  # of output_tokens, those the provider says were reasoning (OpenAI's hidden ones)
+    # False: the reply gave no usable count (none, negative, not an integer, absurdly large; calling/backends/base.py
+    # `reply_usage`): the counts above are 0, and --max-cost charges the request what it reserved (budget.py).
+    reported: bool = True
 
 
 @dataclass(frozen=True)

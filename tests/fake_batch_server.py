@@ -34,7 +34,7 @@ from aiohttp import web
 
 from tests.fake_batch_anthropic import AnthropicRoutes
 from tests.fake_batch_protocols import FakeBatch, OpenAIRoutes
-from tests.fake_replies import GATEWAY_200
+from tests.fake_replies import GATEWAY_200, key_forms
 from tests.fake_server import CHAT, MESSAGES, RAW, FakeServer
 
 STAGES = ("upload", "created", "retrieved", "download")
@@ -62,6 +62,7 @@ class FakeBatchServer(OpenAIRoutes, AnthropicRoutes, FakeServer):
         self.events = {s: threading.Event() for s in STAGES}
         self.downloads = 0
         self._ids = 0
+        self.batch_key = ""  # what a "400-echo" line echoes (a batch's lines carry no key of their own)
 
     def app(self) -> web.Application:
         app = super().app()
@@ -120,6 +121,9 @@ class FakeBatchServer(OpenAIRoutes, AnthropicRoutes, FakeServer):
             return {"status": 400, "message": f"Input should be a valid list: input_value={prompt!r}"}
         if action in GATEWAY_200:  # a 200 that holds no answer (tests/fake_replies.py)
             return {"status": 200, "body": GATEWAY_200[action]}
+        if action == "400-echo":  # the key in every encoding, cut in two (tests/fake_replies.py key_forms)
+            said, rest = key_forms(self.batch_key)
+            return {"status": 400, "message": f"{said} / {rest}"}
         self.batch_answered[prompt] += 1
         # The endpoint's own reply (tests/fake_server.py): Messages, Chat Completions, or raw Completions.
         endpoint = MESSAGES if provider == "anthropic" else RAW if "prompt" in body else CHAT

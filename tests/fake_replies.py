@@ -6,7 +6,9 @@ machinery. Wire formats as the providers document them (and as the real SDKs par
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import urllib.parse
 from typing import Any
 
 from aiohttp import web
@@ -70,6 +72,7 @@ def fault(action: str, key: str, anthropic: bool, prompt: str = "") -> web.Respo
         "400-context": (400, "invalid_request_error", CONTEXT_MESSAGE[anthropic]),
         "400-param": (400, "invalid_request_error", PARAM_MESSAGE[anthropic]),
         "401": (401, "authentication_error", f"Incorrect API key provided: {key}."),
+        "400-echo": (400, "invalid_request_error", key_forms(key)[0]),  # the key encoded, and half of it
     }
     if action == "malformed":
         return web.Response(status=200, text='{"id": "x", "choices": [', content_type="application/json")
@@ -84,9 +87,22 @@ def fault(action: str, key: str, anthropic: bool, prompt: str = "") -> web.Respo
     headers = {"retry-after": "1", "retry-after-ms": str(RETRY_AFTER_MS)} if status == 429 else {}
     error = {"type": kind, "message": message}
     code = {"400-context": "context_length_exceeded", "400-param": "unsupported_parameter"}.get(action)
+    code = key_forms(key)[1] if action == "400-echo" else code  # the key's second half in a field of its own
     param = {"400-context": "messages", "400-param": "max_tokens"}.get(action)
     body = {"type": "error", "error": error} if anthropic else {"error": error | {"code": code, "param": param}}
     return web.json_response(body, status=status, headers=headers)
+
+
+def key_forms(key: str) -> tuple[str, str]:
+    """A message echoing `key` in each form a server or proxy may write it (URL-encoded, base64 alone, as
+    `Bearer <key>` and as basic auth's `user:key`), ending in its first half; and its second half (another field)."""
+
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    half = len(key) // 2
+    said = f"got {urllib.parse.quote(key, safe='')} ({b64(key)}; {b64('Bearer ' + key)}; Basic {b64('me:' + key)})"
+    return f"{said}, key begins {key[:half]}", key[half:]
 
 
 def reply_text(action: str, answer: str, key: str) -> str | None:

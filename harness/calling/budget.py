@@ -36,7 +36,8 @@ class Budget:
         return True
 
     def settle(self, reserved: float, usage: Usage | None) -> None:
-        """Replace a reservation by what the answer cost (nothing for a request that got no answer)."""
+        """Replace a reservation by what the answer cost (nothing for a request that got no answer); an answer
+        whose reply reported no usable token counts costs what was reserved for it, the most it could."""
         self.reserved -= reserved
         if usage is not None:
-            self.spent += self.price.cost_of(usage)
+            self.spent += self.price.cost_of(usage) if usage.reported else reserved

@@ -59,6 +59,7 @@ class _Dispatcher:
             raise RuntimeError(f"backend {self.backend.name} answered repeated id {completion.request_id!r}")
         self.done[completion.request_id] = completion = self.clean(completion)
         if completion.error is None:
+            self.stats.usage_unreported += not completion.cached and not completion.usage.reported
             if self.cache is not None and not completion.cached:
                 self.cache.put(self.keys[completion.request_id], completion, self.backend.name, self.backend.model)
         else:

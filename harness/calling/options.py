@@ -77,6 +77,9 @@ class DispatchStats:
     deterministic_errors: int = 0  # errors a rerun would repeat (context_length_exceeded, ...): not worth retrying
     malformed: int = 0  # replies that could not be read (each retried)
     not_sent_max_cost: int = 0
+    # Answers whose reply gave no usable token counts (none, negative, not an integer: backends/base.py reply_usage):
+    # their cost is not in spent_usd; --max-cost charged each what it reserved (budget.py).
+    usage_unreported: int = 0
     spent_usd: float | None = None  # this invocation's new spending (cached answers are free)
     seconds: float = 0.0
     first_errors: list[str] = field(default_factory=list)  # a few messages, for the report line

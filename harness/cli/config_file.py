@@ -23,10 +23,12 @@ from typing import Any
 
 from harness.cli.declared import CommaList
 from harness.cli.parser import Option, Parser
+from harness.inputs import read_text
 from harness.sweep import GRID_FIELDS
 from harness.types import HarnessError
 
 RECIPES = Path(__file__).parents[1] / "recipes"
+MAX_CONFIG_BYTES = 2**20  # a recipe is a few kilobytes; a megabyte of settings is a mistake, not a run
 TABLES = ("runs", "recipe")  # the file's own tables, beside the options
 
 
@@ -66,10 +68,10 @@ def split_config(argv: Sequence[str]) -> tuple[str | None, list[str]]:
 def locate(name: str) -> Path:
     """A file path as given, else a bundled recipe of that name; one line naming the recipes otherwise."""
     path = Path(name).expanduser()
-    if path.is_file() or name.endswith(".toml") or "/" in name:
-        if not path.is_file():
+    if path.exists() or name.endswith(".toml") or "/" in name:
+        if not path.exists():
             raise HarnessError(f"--config: no such file {name}")
-        return path
+        return path  # a FIFO or a folder there: read_text says what it is
     if name in recipe_names():
         return RECIPES / f"{name}.toml"
     close = difflib.get_close_matches(name, recipe_names(), n=1)
@@ -80,12 +82,13 @@ def locate(name: str) -> Path:
 def load(name: str, parser: Parser, command_line: Sequence[str]) -> ConfigFile:
     """Read and check the file; the words of each of its runs, leaving out the options the command line sets."""
     path = locate(name)
+    text = read_text(path, "--config file", MAX_CONFIG_BYTES)  # a FIFO refused, the size bounded (harness/inputs.py)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise HarnessError(f"--config: cannot read {path}: {e}") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise HarnessError(f"--config {path}: not valid TOML: {e}") from None
+    except RecursionError:  # tomllib reads nested arrays and tables by recursion: 3,000 levels end it
+        raise HarnessError(f"--config {path}: nested deeper than a TOML reader goes") from None
     options = {o.action.option_strings[0].removeprefix("--"): o for o in parser.options}
     options.pop("config")
     typed = _given(command_line, parser.options)
@@ -163,5 +166,7 @@ def _option_words(key: str, option: Option, value: Any, where: str) -> list[str]
 
 def _scalar(key: str, value: Any, where: str) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise HarnessError(f"--config {where}: {key} must be a string or a number, got {value!r}")
+        raise HarnessError(f"--config {where}: {key} must be a string or a number, got {str(value)[:80]!r}")
+    if isinstance(value, str) and "\0" in value:  # no command line can hold one, and no path: a path cut short there
+        raise HarnessError(f"--config {where}: {key} holds a NUL character (\\u0000)")
     return str(value)

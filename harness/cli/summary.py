@@ -119,7 +119,17 @@ def _report_api(m: dict) -> None:
             "--shots, a shorter --instr) or use a model with a longer context",
             file=sys.stderr,
         )
-    if m["errors"] > fixed:
+    unusable = m.get("unusable_embeddings") or {}  # paid for and cached: a rerun reads them the same way
+    if unusable:
+        said = ", ".join(f"{n} {code}" for code, n in unusable.items())
+        print(
+            f"warning: {sum(unusable.values())} embeddings the server sent cannot be used ({said}): the queries "
+            "that need them have no prediction and no part in the correlations; they are cached as received "
+            "(--refresh asks again)",
+            file=sys.stderr,
+        )
+    failed = sum(d.get("errors", 0) for d in steps) - fixed
+    if m["errors"] > fixed and (failed > 0 or not unusable):
         first = next((e for d in steps for e in d.get("first_errors") or []), "see samples.jsonl")
         print(
             f"warning: {m['errors'] - fixed} queries have no prediction ({first}); "

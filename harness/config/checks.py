@@ -29,13 +29,20 @@ def at_least(low: int) -> Check:
     return check
 
 
+# The largest budget, timeout, rate or size any setting takes: nothing means more, and a float past it (1e308) turns
+# into an integer no one can use (--max-reply-mb 1e308 ended in an OverflowError, issue 41).
+MAX_NUMBER = 1e12
+
+
 def finite(positive: bool = False) -> Check:
-    """A budget, a timeout or a rate: nan and inf parse as floats, and neither is one."""
+    """A budget, a timeout, a rate or a size: nan and inf parse as floats, and neither is one; nor is 1e308."""
 
     def check(value: Any, flag: str) -> None:
         if value is not None and (not math.isfinite(value) or value < 0 or (positive and value == 0)):
             want = "a positive number" if positive else "a number 0 or more"
             raise HarnessError(f"{flag} must be {want}, got {value}")
+        if value is not None and value > MAX_NUMBER:
+            raise HarnessError(f"{flag} must be at most {MAX_NUMBER:g}, got {value:g}")
 
     return check
 
@@ -88,9 +95,14 @@ def regular_file(what: str) -> Check:
     return check
 
 
+MAX_SHARDS = 100_000  # parts of one run: far more than any job array holds (Slurm's MaxArraySize defaults to 1,001)
+
+
 def shard(text: str) -> tuple[int, int]:
-    """--shard's "K/N" with 1 <= K <= N."""
+    """--shard's "K/N" with 1 <= K <= N <= MAX_SHARDS."""
     k, sep, n = text.partition("/")
     if not sep or not k.strip().isdigit() or not n.strip().isdigit() or not 1 <= int(k) <= int(n):
         raise argparse.ArgumentTypeError(f"{text!r} is not K/N with 1 <= K <= N (e.g. 2/4)")
+    if int(n) > MAX_SHARDS:
+        raise argparse.ArgumentTypeError(f"{text!r}: at most {MAX_SHARDS:,} parts (N)")
     return int(k), int(n)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ import pandas as pd
 from harness.reporting.html_sections import Markup, esc, html_table
 from harness.reporting.part import Part
 from harness.reporting.tables import fmt, md_table
-from harness.results.manifest import ALTERED, Integrity, check_folder
+from harness.results.manifest import ALTERED, Integrity, check_folder, read_run_file, read_run_json
 from harness.results.provenance import endpoints
 from harness.results.read import Run
 from harness.variants.error_id import SCORES_KIND
@@ -62,8 +61,8 @@ def find(table: pd.DataFrame, runs: Sequence[Run]) -> list[Found]:
         for path in sorted(run.run_dir.glob("*/scores.json")) if run.run_dir.is_dir() else []:
             if path.parent.name.startswith("."):
                 continue  # a staging folder left by a killed command (results/stage.py)
-            try:
-                scores = json.loads(path.read_text(encoding="utf-8"))
+            try:  # through the run files' door: a FIFO refused unread, the size bounded (results/manifest.py)
+                scores = read_run_json(path.parent, path.name)
             except (OSError, ValueError):
                 continue  # not an errors output this version can read
             if not isinstance(scores, dict) or scores.get("kind") != SCORES_KIND:
@@ -73,13 +72,20 @@ def find(table: pd.DataFrame, runs: Sequence[Run]) -> list[Found]:
     return out
 
 
+def _sha256(folder: Path, name: str) -> str | None:
+    try:
+        return hashlib.sha256(read_run_file(folder, name)).hexdigest()
+    except OSError:
+        return None  # unreadable (or not a file any more): not the answers the scores were computed from
+
+
 def why_not(scores: dict[str, Any], run: Run, integrity: Integrity) -> list[str]:
     """Why these numbers may not be set beside Tu et al.'s (empty: the same setup, up to the halves)."""
     why = []
     if integrity.status == ALTERED:
         why.append(f"altered since it was written ({integrity.why})")
     answers = run.run_dir / "answers.jsonl"
-    if answers.is_file() and hashlib.sha256(answers.read_bytes()).hexdigest() != scores.get("answers_sha256"):
+    if answers.is_file() and _sha256(run.run_dir, answers.name) != scores.get("answers_sha256"):
         why.append("computed from other answers than the run folder's answers.jsonl")
     if scores.get("embed_model") != PAPER_SETUP["embed_model"]:
         why.append(f"embedded with {scores.get('embed_model')}, not {PAPER_SETUP['embed_model']}")

@@ -23,6 +23,11 @@ from harness.types import HarnessError
 MANIFEST = "manifest.json"
 SAMPLES = "samples.jsonl"
 FORMAT = 1
+# The most a reader takes of one run file (issue 41): a JSON file the harness writes is kilobytes (a run's
+# metrics.json with every setting's CIs well under 1 MiB); samples.jsonl holds one line per query, each reply
+# capped at 1 MB (calling/backends/base.py REPLY_CAP_BYTES), and runs of tens of thousands of queries stay far below.
+MAX_JSON_BYTES = 64 * 2**20
+MAX_SAMPLES_BYTES = 2 * 2**30
 
 VERIFIED, UNVERIFIED, ALTERED = "verified", "unverified", "altered"
 
@@ -46,21 +51,27 @@ def file_record(data: bytes, name: str) -> dict[str, Any]:
     return record
 
 
-def read_run_file(folder: Path, name: str) -> bytes:
+def read_run_file(folder: Path, name: str, limit: int | None = None) -> bytes:
     """A run file's bytes: only a plain name inside `folder` (a manifest that names "/dev/zero" or "../x" names no
     file of the run), read as harness/inputs.py reads a user's files: a FIFO, a device or a socket there is refused,
-    never waited on (issue 30: `report` and `compare` hung on a FIFO at manifest.json). Failures are OSErrors."""
+    never waited on (issue 30: `report` and `compare` hung on a FIFO at manifest.json), and a file over `limit`
+    bytes is refused unread (issue 41). Failures are OSErrors."""
     if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
         raise OSError(errno.EINVAL, f"{name!r} is not a file name inside {folder}")
     try:
-        return read_bytes(folder / name, "run file")
+        return read_bytes(folder / name, "run file", MAX_SAMPLES_BYTES if limit is None else limit)
     except HarnessError as e:
         raise OSError(errno.EINVAL, str(e)) from None
 
 
 def read_run_json(folder: Path, name: str) -> Any:
-    """A run file's JSON (read_run_file); ValueError when it is not JSON."""
-    return json.loads(read_run_file(folder, name).decode("utf-8"))
+    """A run file's JSON (read_run_file, at most MAX_JSON_BYTES); ValueError when it is not JSON or is nested
+    deeper than the decoder reads."""
+    data = read_run_file(folder, name, MAX_JSON_BYTES)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ValueError(f"{folder / name} is nested deeper than the JSON decoder reads") from None
 
 
 def write_manifest(folder: Path) -> None:

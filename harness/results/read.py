@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -186,9 +187,30 @@ def reason_of(record: dict[str, Any], label_range: tuple[float, float]) -> str |
     return "number"
 
 
+# Scored's fields by what a line of samples.jsonl must hold there (None aside): checked as it is read (issue 41).
+_NUMBER_FIELDS = ("parsed", "prediction", "label", "parsed_strict", "prediction_strict", "expected", "expected_mass")
+_TEXT_FIELDS = ("output", "error", "pair", "reason", "finish_reason", "served_model", "refusal", "reasoning")
+
+
 def _scored(record: dict[str, Any]) -> Scored:
+    """A line of samples.jsonl as the Scored it was written from; ValueError or TypeError, naming the field, for a
+    line whose values cannot be one (a number that is a string, NaN or a bool; an id that is no string)."""
+    if not isinstance(record, dict):
+        raise TypeError("a line is not a JSON object")
     fields = {k: v for k, v in record.items() if k in _SCORED_FIELDS}
-    fields["shot_ids"] = tuple(fields.get("shot_ids") or ())
+    for name in _NUMBER_FIELDS:
+        value = fields.get(name)
+        if value is not None and (type(value) not in (int, float) or not math.isfinite(value)):
+            raise ValueError(f"{name} {str(value)[:40]!r} is not a finite number")
+    for name in _TEXT_FIELDS:
+        if not isinstance(fields.get(name), str | None):
+            raise TypeError(f"{name} is not a string")
+    if not isinstance(fields.get("id"), str) or not isinstance(fields.get("prompt", ""), str):
+        raise TypeError("id or prompt is not a string")
+    shot_ids = fields.get("shot_ids") or ()
+    if not isinstance(shot_ids, list | tuple) or not all(isinstance(s, str) for s in shot_ids):
+        raise TypeError("shot_ids is not a list of ids")
+    fields["shot_ids"] = tuple(shot_ids)
     return Scored(**fields)
 
 
@@ -204,7 +226,7 @@ def load_run(run_dir: Path) -> Run:
         metrics_path = run_dir / "metrics.json"
         stored = read_run_json(run_dir, "metrics.json") if metrics_path.exists() else {}
         run = _run(run_dir, config, records, stored)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
         why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)  # never "[Errno 22] ..." before it
         raise HarnessError(f"{run_dir} is not a readable run folder: {why}") from None
     return dataclasses.replace(run, integrity=check(run_dir, data, config))

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from harness.config.checks import MAX_SHARDS
 from harness.config.keys import recorded
 from harness.config.option import Affects
 from harness.results.manifest import VERIFIED, Integrity
@@ -98,16 +99,31 @@ def _refuse_mixed(parts: Sequence[Run], others: Sequence[Run]) -> None:
             )
 
 
+def _checked(run: Run) -> dict[str, Any]:
+    """The part's recorded `shard` (config.json), its numbers checked before anything counts with them: `part` and
+    `of` integers with 1 <= part <= of <= MAX_SHARDS, `whole_queries` a count (issue 41: `of` = 10**12 hung the
+    merge, "three" ended it in a traceback)."""
+    shard = run.config["shard"]
+    k, n, total = shard.get("part"), shard.get("of"), shard.get("whole_queries")
+    if not all(type(x) is int for x in (k, n, total)) or not (1 <= k <= n <= MAX_SHARDS and total >= 0):
+        shown = {key: shard.get(key) for key in ("part", "of", "whole_queries")}
+        raise HarnessError(
+            f"--shard part {run.run_dir}: config.json's shard {str(shown)[:120]} is not part K of N <= "
+            f"{MAX_SHARDS:,} parts of a run of Q queries"
+        )
+    return dict(shard)
+
+
 def _merge(parts: Sequence[Run]) -> Run:
-    first = parts[0].config["shard"]
-    n, whole_hash, total = first.get("of"), first.get("whole_hash"), first.get("whole_queries")
+    first = _checked(parts[0])
+    n, whole_hash, total = first["of"], first.get("whole_hash"), first["whole_queries"]
     by_part: dict[int, Run] = {}
     for run in parts:
         if run.integrity.status != VERIFIED:
             raise HarnessError(
                 f"--shard part {run.run_dir} is {run.integrity.status} ({run.integrity.why}): not merged"
             )
-        shard = run.config["shard"]
+        shard = _checked(run)
         if why := differing(parts[0], run):
             raise HarnessError(
                 f"--shard part {run.run_dir} is not a part of the same run as {parts[0].run_dir}: they differ in "
@@ -115,16 +131,25 @@ def _merge(parts: Sequence[Run]) -> Run:
             )
         if (shard.get("of"), shard.get("whole_queries")) != (n, total) or _shared(run) != _shared(parts[0]):
             raise HarnessError(f"--shard part {run.run_dir} is not a part of the same run as {parts[0].run_dir}")
-        k = shard.get("part")
+        k: int = shard["part"]
         if k in by_part:
             raise HarnessError(f"--shard part {k}/{n} of run {whole_hash} twice: {by_part[k].run_dir}, {run.run_dir}")
         if len(run.samples) != run.config.get("n_queries"):
             raise HarnessError(f"--shard part {run.run_dir} holds {len(run.samples)} of its {run.config['n_queries']}")
         by_part[k] = run
-    missing = [f"{k}/{n}" for k in range(1, int(n) + 1) if k not in by_part]
-    if missing:
-        raise HarnessError(f"run {whole_hash}: --shard part(s) {', '.join(missing)} missing (from {parts[0].run_dir})")
+    if len(by_part) < n:  # the first few missing, in at most len(by_part) + 3 steps: N may be large
+        missing: list[str] = []
+        k = 1
+        while len(missing) < 3 and k <= n:
+            missing += [] if k in by_part else [f"{k}/{n}"]
+            k += 1
+        more = f" and {n - len(by_part) - 3:,} more" if n - len(by_part) > 3 else ""
+        raise HarnessError(
+            f"run {whole_hash}: --shard part(s) {', '.join(missing)}{more} missing (from {parts[0].run_dir})"
+        )
     ordered = [by_part[k] for k in range(1, int(n) + 1)]
+    if sum(len(r.samples) for r in ordered) != total:  # before counting to `total`, which a config.json may inflate
+        raise HarnessError(f"run {whole_hash}: the parts do not hold each of its {total:,} queries once")
     samples, extras = [], []
     for i in range(int(total)):  # position i of the whole run: part i mod N, its (i // N)-th sample
         run, j = ordered[i % int(n)], i // int(n)

@@ -6,7 +6,6 @@ isotropy (App. C) of each setting's vectors; optionally the CASE projection trai
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +19,7 @@ from harness.datasets.choose import describe_dataset, load_dataset
 from harness.datasets.load import pair_ids
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer, template_name
+from harness.scoring.vectors import embedded, unusable_counts
 from harness.types import Dataset, Example, HarnessError, Request, Scored
 from harness.variants.base import Outcome
 from harness.variants.case_inputs import (
@@ -73,9 +73,10 @@ def embed(
     stats = DispatchStats()
     completions = call(backend, requests, dispatch_options(config, price), stats, desc=f"{what} ({config.model})")
     done = completions.completions
-    vectors = {r.prompt: np.asarray(json.loads(c.text), dtype=float) for r in requests if (c := done[r.id]).text}
-    errors = {r.prompt: c.error or "no embedding" for r in requests if not done[r.id].text}
-    return vectors, errors, {"usage": usage(done, price, stats.paid_by_batch)} | stats.record()
+    read, errors = embedded(requests, done)  # each vector checked: a refused one is its item's error (vectors.py)
+    vectors = {text: np.asarray(v, dtype=float) for text, v in read.items()}
+    step = {"usage": usage(done, price, stats.paid_by_batch)} | stats.record()
+    return vectors, errors, step | {"unusable_embeddings": unusable_counts(errors)}
 
 
 def cosine(a: Any, b: Any) -> float:

@@ -5,9 +5,7 @@ harness/scoring/errors.py, which clusters, ranks and scores them."""
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import price_of
 from harness.config.settings import ApiOptions, RunConfig
 from harness.scoring.errors import Item
+from harness.scoring.vectors import usable, vector_from
 from harness.types import Example, HarnessError, Request
 from harness.variants.answers import AnswerKey, keys_of, read_answers
 
@@ -24,7 +23,6 @@ HASH_DIM = 64
 SCORES_KIND = "error-identification"  # scores.json's "kind": the report shows the folders inside a run that say so
 
 Embedder = Callable[[Sequence[str]], Mapping[str, Sequence[float] | None]]  # None: no usable vector for that text
-_NUMBERS = re.compile(r"[\s\[\]0-9eE.+,-]*")  # what a JSON list of numbers is written with
 UNUSABLE = "unusable embedding"  # left_out's reason for a row one of whose three vectors cannot be used
 
 
@@ -72,50 +70,6 @@ def backend_embedder(
         return out
 
     return embed
-
-
-def vector_from(text: str | None) -> list[float] | None:
-    """An embedding reply's vector (the JSON list embeddings.py stores); None for a text that is not a flat JSON
-    list of numbers (NaN, Infinity, true, strings and nesting never get past the character check) or whose numbers
-    finite_vector refuses. One regular expression and one json/numpy pass: a 1 MB reply reads in a blink."""
-    if text is None or not _NUMBERS.fullmatch(text):
-        return None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return _checked(value) if isinstance(value, list) else None
-
-
-def finite_vector(value: object) -> list[float] | None:
-    """A non-empty list of finite numbers whose squared length a float holds with room to spare (distances between
-    two stay finite); None for anything else: NaN or inf, a bool, a string, a nested list, []."""
-    if not isinstance(value, list | tuple) or not all(type(x) in (int, float) for x in value):
-        return None
-    return _checked(value)
-
-
-def _checked(numbers: Sequence[object]) -> list[float] | None:
-    import numpy as np
-
-    try:
-        vector = np.array(numbers, dtype=float)
-    except (ValueError, TypeError, OverflowError):  # nested, or an integer of 309+ digits
-        return None
-    if vector.ndim != 1 or not vector.size or not np.isfinite(vector).all():
-        return None
-    with np.errstate(over="ignore"):
-        square = float(vector @ vector)
-    return vector.tolist() if square < 1e300 else None  # type: ignore[no-any-return]
-
-
-def usable(vectors: Mapping[str, Sequence[float] | None]) -> dict[str, list[float]]:
-    """The vectors that can be compared: finite (finite_vector) and of the length most of them have (ties: the
-    longer), so one reply of another length, or empty, cannot break the cosines and the clustering."""
-    good = {t: v for t, v in ((t, finite_vector(v)) for t, v in vectors.items()) if v is not None}
-    lengths = Counter(len(v) for v in good.values())
-    dim = max(lengths, key=lambda n: (lengths[n], n), default=0)
-    return {t: v for t, v in good.items() if len(v) == dim}
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

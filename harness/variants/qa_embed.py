@@ -4,7 +4,6 @@ prediction the cosine of its two answers' embeddings; no scoring prompt."""
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ from harness.config.settings import RunConfig
 from harness.datasets.load import pair_ids
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer
+from harness.scoring.vectors import embedded, unusable_counts
 from harness.types import Completion, Dataset, Example, Request, Scored
 from harness.variants.answers import (
     ANSWER_TEMPLATE,
@@ -53,8 +53,7 @@ def cosine_samples(
     prep: Prepared, answers: Mapping[AnswerKey, str], requests: Sequence[Request], completions: Mapping[str, Completion]
 ) -> list[Scored]:
     """A query's prediction: the cosine of its two answers' embeddings; an error where either is missing."""
-    vectors = {r.prompt: json.loads(c.text) for r in requests if (c := completions[r.id]).text is not None}
-    errors = {r.prompt: c.error for r in requests if (c := completions[r.id]).error is not None}
+    vectors, errors = embedded(requests, completions)  # each vector checked: a refused one is its item's error
     pairs = pair_ids(prep.dataset.examples)
     samples = []
     for q, q_shots in zip(prep.queries, prep.shots, strict=True):
@@ -120,4 +119,5 @@ def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price |
     completions = call(backend, requests, options, stats, desc=f"embeddings ({config.model})").completions
     samples = cosine_samples(prep, answers, requests, completions)
     metrics = {"usage": usage(completions, price, stats.paid_by_batch)} | stats.record() | {"answers": answer_metrics}
+    metrics["unusable_embeddings"] = unusable_counts(embedded(requests, completions)[1])
     return Outcome(samples, metrics, {"answers.jsonl": answers_file}, label_scale=False)

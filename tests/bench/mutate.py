@@ -72,6 +72,8 @@ MODULES: dict[str, list[str]] = {
     "harness/config/paper.py": ["tests/config/test_paper.py"],
     "harness/config/checks.py": ["tests/config/test_validate.py", "tests/cli/test_precedence.py"],
     "harness/calling/limits.py": ["tests/calling/test_limits.py", "tests/calling/test_limiter_pacing.py"],
+    "harness/calling/redaction.py": ["tests/calling/test_redaction.py"],
+    "harness/scoring/vectors.py": ["tests/scoring/test_vectors.py"],
 }
 
 _COMPARE = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,11 @@ def test_config_json_records_the_resolved_settings_and_the_file(tmp_path: Path, 
         ('model = "overlap"\nshots = [0,\n', "not valid TOML"),
         ('dataset = "stsb"\n', "names no model"),
         ('model = "overlap"\n[[runs]]\nvariant = "nope"\n', "invalid choice: 'nope'"),
+        # issue 41: a RecursionError's traceback; a path cut at its NUL (the cache's: every answer left uncached)
+        ('model = "overlap"\nshots = ' + "[" * 3000 + "]" * 3000 + "\n", "nested deeper than a TOML reader goes"),
+        ('model = "overlap"\ncache = "c\\u0000.sqlite"\n', "cache holds a NUL character"),
+        ('model = "overlap"\nrun-id = "a\\u0000b"\n', "run-id holds a NUL character"),
+        ('model = "overlap"\n# ' + "x" * 2**20 + "\n", "larger than the 1 MiB this reader takes"),
     ],
 )
 def test_a_bad_file_is_one_error_line_exit_2_and_writes_nothing(
@@ -164,3 +170,22 @@ def test_a_recipe_prints_the_papers_table_beside_yours(tmp_path: Path, capsys: p
     metrics = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("stsb-*-k0-none-*/metrics.json"))]
     assert ours[0] == f"{metrics[0]['spearman']:.2f} (inv 0.0%, n=30)" and len(ours) == 9
     assert out.rstrip().splitlines()[-1].endswith("report/index.html")
+
+
+def test_a_fifo_as_the_config_file_is_refused_not_waited_on(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    os.mkfifo(tmp_path / "run.toml")
+    assert main(["--config", str(tmp_path / "run.toml"), "--results-dir", str(tmp_path / "r")]) == 2
+    assert (
+        capsys.readouterr().err == f"error: --config file {tmp_path / 'run.toml'} is a FIFO (named pipe), not a file\n"
+    )
+
+
+@pytest.mark.parametrize("value", ["1e308", "1e13"])
+def test_a_number_past_any_setting_s_range_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, value: str
+) -> None:
+    """--max-reply-mb 1e308 ended in an OverflowError's traceback when the first request was read (issue 41)."""
+    name = write(tmp_path, f'model = "m"\nbase-url = "http://127.0.0.1:9/v1"\nmax-reply-mb = {value}\n')
+    assert main(["--config", name, "--results-dir", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err == f"error: --max-reply-mb must be at most 1e+12, got {float(value):g}\n"
+    assert not (tmp_path / "r").exists()

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from harness.cli.main import main
+from harness.reporting.shareable import LEFT_OUT, served_model, stop_reason
 from tests.fake_server import FakeServer
 
 
@@ -120,3 +121,33 @@ def test_the_replies_of_repeated_samples_stay_out_and_their_scores_and_ids_stay(
     shared = without_csts_text(run)
     assert [s.id for s in shared.samples] == ["0", "1", "2", "3"]
     assert {json.dumps(s.repeats) for s in shared.samples} == {json.dumps(spread | {"outputs": [LEFT_OUT, LEFT_OUT]})}
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("gpt-4o", True),
+        ("gpt-4o-2024-08-06", True),  # the snapshot that answered
+        ("openai/gpt-4o", True),
+        ("gpt-4o:latest", False),  # a version starts with a digit
+        ("a_man_is_playing_the_guitar", False),  # a sentence in a model id's characters (issue 41)
+        ("gpt-4o-a_man_is_playing_the_guitar", False),
+        ("the-dog/gpt-4o-2024", True),  # one owner segment before: the shape allows it, and it holds no sentence
+        ("the dog ran/gpt-4o", False),
+        ("xgpt-4o", False),
+        (None, True),
+    ],
+)
+def test_a_served_model_is_shown_only_as_the_run_s_model_with_a_version_or_an_owner(
+    value: str | None, shown: bool
+) -> None:
+    assert served_model(value, ("gpt-4o", "")) == (value if shown else LEFT_OUT)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [("stop", True), ("length", True), ("end_turn", True), ("content_filter", True), (None, True),
+     ("a_man_plays", False), ("Stop", False), ("stop ", False)],
+)  # fmt: skip
+def test_a_finish_reason_is_shown_only_when_it_is_a_known_stop_reason(value: str | None, shown: bool) -> None:
+    assert stop_reason(value) == (value if shown else LEFT_OUT)

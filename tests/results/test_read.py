@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,56 @@ def test_a_template_is_ones_own_when_its_text_is_not_the_bundled_files(config: d
     assert own_template(config) is own
     stem = Path(config["template"]).stem
     assert setting(config, "template") == (f"{stem} {OWN}" if own else stem)
+
+
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        ({"prediction": "3.5"}, "prediction '3.5' is not a finite number"),
+        ({"prediction": True}, "prediction 'True' is not a finite number"),
+        ({"label": float("nan")}, "label 'nan' is not a finite number"),
+        ({"parsed": float("-inf")}, "parsed '-inf' is not a finite number"),
+        ({"expected_mass": [1]}, "expected_mass '[1]' is not a finite number"),
+        ({"prediction_strict": "x" * 100}, "prediction_strict '" + "x" * 40 + "' is not a finite number"),
+        ({"id": 3}, "id or prompt is not a string"),
+        ({"prompt": None}, "id or prompt is not a string"),
+        ({"shot_ids": "12"}, "shot_ids is not a list of ids"),
+        ({"shot_ids": [1, 2]}, "shot_ids is not a list of ids"),
+        ({"reasoning": {"a": 1}}, "reasoning is not a string"),
+        ({"pair": 7}, "pair is not a string"),
+    ],
+)
+def test_a_sample_value_that_cannot_be_what_it_names_is_one_line(tmp_path: Path, changes: dict, says: str) -> None:
+    """Issue 41: checked as read, so no report computes with a string where a number belongs (or crashes on it)."""
+    run_dir = run_folder(tmp_path, "r1")
+    lines = (run_dir / "samples.jsonl").read_text().splitlines()
+    lines[1] = json.dumps(json.loads(lines[1]) | changes)
+    (run_dir / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(HarnessError, match="is not a readable run folder: " + re.escape(says) + "$"):
+        load_run(run_dir)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"prediction": 3, "label": None, "parsed": 0}, {"shot_ids": ["4", "9"], "pair": "2"}, {"shot_ids": None}],
+)
+def test_a_sample_whose_values_are_what_they_name_reads(tmp_path: Path, changes: dict) -> None:
+    run_dir = run_folder(tmp_path, "r1")
+    lines = (run_dir / "samples.jsonl").read_text().splitlines()
+    lines[1] = json.dumps(json.loads(lines[1]) | changes)
+    (run_dir / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    sample = load_run(run_dir).samples[1]
+    assert sample.shot_ids == tuple(changes.get("shot_ids") or ())
+    assert {k: getattr(sample, k) for k in changes if k != "shot_ids"} == {
+        k: v for k, v in changes.items() if k != "shot_ids"
+    }
+
+
+def test_json_nested_past_the_decoder_is_one_line(tmp_path: Path) -> None:
+    run_dir = run_folder(tmp_path, "r1")
+    (run_dir / "samples.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(HarnessError, match="is not a readable run folder"):
+        load_run(run_dir)
+    (run_dir / "samples.jsonl").write_text("[1]\n")
+    with pytest.raises(HarnessError, match="is not a readable run folder: a line is not a JSON object"):
+        load_run(run_dir)

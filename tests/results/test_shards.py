@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -173,3 +175,65 @@ def test_parts_from_two_commits_are_refused_and_one_commit_is_named(
     assert err.count("\n") == 1 and f"differ in the git commit ({'a' * 40}, {'b' * 40}); not merged" in err
     report(tmp_path / "ok", made[0], made[2])
     assert f"computed with commit {'a' * 12}:" in (tmp_path / "ok" / "report.md").read_text(encoding="utf-8")
+
+
+def _with_shard(part: Path, folder: Path, shard: dict) -> Path:
+    """A copy of a part whose config.json records `shard` (and a manifest that agrees: results/manifest.py)."""
+    from harness.results.manifest import write_manifest
+
+    folder.mkdir()
+    for f in part.iterdir():
+        if f.is_file() and f.name != "manifest.json":
+            (folder / f.name).write_bytes(f.read_bytes())
+    config = json.loads((folder / "config.json").read_text()) | {"shard": shard}
+    (folder / "config.json").write_text(json.dumps(config))
+    write_manifest(folder)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        ({"of": 10**12}, "is not part K of N <= 100,000 parts"),  # hung: counted to 10**12
+        ({"of": "three"}, "is not part K of N <= 100,000 parts"),  # a traceback: int("three")
+        ({"part": True}, "is not part K of N <= 100,000 parts"),
+        (
+            {"part": 1, "of": 1, "whole_queries": 10**15},
+            "do not hold each of its 1,000,000,000,000,000 queries once",
+        ),  # hung
+        ({"of": 100_000}, "part(s) 2/100000, 3/100000, 4/100000 and 99,996 more missing"),
+    ],
+)
+def test_a_recorded_shard_of_any_size_or_type_is_one_error_line(
+    runs: tuple[Path, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str], changes: dict, says: str
+) -> None:
+    _, parts = runs
+    shard = json.loads((parts[0] / "config.json").read_text())["shard"] | changes
+    bad = _with_shard(parts[0], tmp_path / "bad", shard)
+    capsys.readouterr()
+    code = finishes(lambda: main(["report", str(bad), "--out", str(tmp_path / "r")]))
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and says in err, err
+    assert not (tmp_path / "r").exists()
+
+
+def finishes(command: Callable[[], int], wait: float = 60.0) -> int:
+    """The command's exit code; the test fails if it runs past `wait` seconds (a hang)."""
+    codes: list[int] = []
+    thread = threading.Thread(target=lambda: codes.append(command()), daemon=True)
+    thread.start()
+    thread.join(wait)
+    if thread.is_alive():
+        pytest.fail(f"the command hung (no end within {wait:g}s)")
+    return codes[0]
+
+
+def test_a_shard_count_past_the_bound_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An honest `--shard 1/10000000000` made a part whose report counted to 10**10."""
+    assert main([*RUN, "--results-dir", str(tmp_path / "results"), "--shard", "1/10000000000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "at most 100,000 parts (N)" in err
+    assert not (tmp_path / "results").exists()
+    assert main([*RUN, "--results-dir", str(tmp_path / "results"), "--shard", "1/100000"]) == 0  # the bound: allowed

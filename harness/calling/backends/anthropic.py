@@ -22,12 +22,12 @@ import anthropic
 import httpx2
 from anthropic import AsyncAnthropic
 
-from harness.calling.backends.base import MalformedReply, NotAnAnswer, usage_count
+from harness.calling.backends.base import MalformedReply, NotAnAnswer, reply_usage, usage_count
 from harness.calling.backends.choose import described
 from harness.calling.backends.provider import HTTPBackend
 from harness.calling.backends.thinking import thinking_for
 from harness.scoring.constrained import json_schema
-from harness.types import Completion, HarnessError, RateLimit, Request, Usage
+from harness.types import Completion, HarnessError, RateLimit, Request
 
 LEGACY_API_VERSION = "2023-06-01"  # the last API version that accepts temperature
 ENDPOINT = "/v1/messages"
@@ -141,10 +141,7 @@ class AnthropicBackend(HTTPBackend):
             refusal, text = text or "stop_reason: refusal", ""
         usage = data.get("usage")
         details = usage.get("output_tokens_details") if isinstance(usage, dict) else None
-        tokens = Usage(
-            usage_count(usage, "input_tokens"), usage_count(usage, "output_tokens"),
-            usage_count(details, "thinking_tokens"),
-        ) if usage else Usage()  # fmt: skip
+        tokens = reply_usage(usage, "input_tokens", "output_tokens", usage_count(details, "thinking_tokens"))
         finish = _FINISH.get(stop, stop) if stop else None
         return self.answer(request_id, text, tokens, finish, data.get("model"), limits, refusal, thought)
 

@@ -34,7 +34,7 @@ from typing import Any
 from harness.calling.limits import rate_limit
 from harness.calling.redaction import PLACEHOLDER_KEY, Secrets, redact
 from harness.scoring.reasoning import THINK_TAGS
-from harness.types import Completion, HarnessError, RateLimit, Request
+from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
 
 class LocalBackend(ABC):
@@ -270,7 +270,24 @@ def clean_reply(text: str, key: Secrets) -> tuple[str, bool]:
     return raw[: REPLY_CAP_BYTES - len(tail)].decode("utf-8", "ignore") + tail.decode("utf-8", "ignore"), True
 
 
-def usage_count(usage: Any, name: str) -> int:
-    """A token count from a reply's `usage` JSON, 0 where it is missing or not a number."""
-    value = usage.get(name) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) else 0
+MAX_TOKENS_REPORTED = 10**9  # a count past this is no count: a 400-digit one would not even fit the cache's integers
+
+
+def token_count(value: Any) -> int | None:
+    """A token count a reply reports: an integer from 0 to MAX_TOKENS_REPORTED; None for anything else (missing,
+    negative, a bool, a float, a string, 400 digits)."""
+    return value if type(value) is int and 0 <= value <= MAX_TOKENS_REPORTED else None
+
+
+def usage_count(usage: Any, name: str) -> int | None:
+    """A token count from a reply's `usage` JSON (token_count); None where it is missing or not a count."""
+    return token_count(usage.get(name)) if isinstance(usage, dict) else None
+
+
+def reply_usage(usage: Any, input_name: str, output_name: str, reasoning: int | None = None) -> Usage:
+    """The Usage a reply's `usage` JSON reports; `reported` False when either count is missing or not a count, so
+    that --max-cost charges the request's reservation instead of nothing (budget.py): a negative or missing count
+    must not turn the limit off. `reasoning`: of the output, at most all of it."""
+    given, got = usage_count(usage, input_name), usage_count(usage, output_name)
+    output = got or 0
+    return Usage(given or 0, output, min(reasoning or 0, output), reported=given is not None and got is not None)

@@ -11,11 +11,16 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from harness.calling.backends.base import LocalBackend, MalformedReply
+from harness.calling.backends.base import LocalBackend, MalformedReply, token_count
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.openai_names import default_chat
 from harness.config.settings import RunConfig
+from harness.scoring.vectors import MAX_TEXT, NOT_A_LIST, TOO_LONG, UNUSABLE, check_vector
 from harness.types import Completion, HarnessError, Request, Usage
+
+# One vector of MAX_DIM numbers, as JSON (MAX_TEXT characters at most) and its envelope: a longer reply is refused
+# unread, its vector too long.
+MAX_REPLY_BYTES = 2 * MAX_TEXT
 
 
 class OpenAIEmbeddingBackend(OpenAIBackend):
@@ -46,11 +51,29 @@ class OpenAIEmbeddingBackend(OpenAIBackend):
         # vectors and decodes them, and qa-embed sends a few thousand requests, not hundreds a second.
         body = self.body(request)
         with self.pool.lease() as route, self.errors(body):
-            response = await route.client.embeddings.create(**body)
+            raw = await route.client.embeddings.with_raw_response.create(**body)
+        if len(raw.content) > MAX_REPLY_BYTES:  # never parsed: 4M numbers would take a GB as Python objects
+            return Completion(request.id, "", malformed=f"{UNUSABLE}: {TOO_LONG}")
+        try:
+            json.loads(raw.content)
+        except ValueError:  # not JSON (cut off, not UTF-8): a broken delivery, retried
+            raise MalformedReply("malformed reply: not JSON") from None
+        except RecursionError:
+            return Completion(request.id, "", malformed=f"{UNUSABLE}: {NOT_A_LIST}")  # nested too deep
+        try:
+            response = raw.parse()
+        except Exception:  # the SDK could not decode the base64 vector it asked for (a string): paid for, so kept
+            return Completion(request.id, "", malformed=f"{UNUSABLE}: {NOT_A_LIST}")
         if not response.data:
             raise MalformedReply("malformed reply: no embedding in the reply")
-        tokens = response.usage.prompt_tokens if response.usage else 0
-        return Completion(request.id, json.dumps(response.data[0].embedding), usage=Usage(tokens or 0, 0))
+        tokens = token_count(getattr(response.usage, "prompt_tokens", None))
+        usage = Usage(tokens or 0, 0, reported=tokens is not None)
+        # Checked at the door (scoring/vectors.py): a vector that cannot be used is kept as a malformed answer with
+        # its reason code, cached as paid for and never bought again, and the item says why it has no prediction.
+        vector = check_vector(getattr(response.data[0], "embedding", None))
+        if isinstance(vector, str):
+            return Completion(request.id, "", usage=usage, malformed=f"{UNUSABLE}: {vector}")
+        return Completion(request.id, json.dumps(vector), usage=usage)
 
 
 CHUNK_BATCHES = 8  # batches encoded between two yields

@@ -34,7 +34,7 @@ from harness.calling.backends.bounded import ReplyTooLarge
 from harness.calling.backends.http_errors import ErrorReply
 from harness.calling.backends.transport import MAX_REPLY_MB, Link, SDKTransport, proxy_for
 from harness.calling.limits import rate_limit
-from harness.calling.redaction import secrets_of
+from harness.calling.redaction import secrets_of, url_secrets
 from harness.types import RateLimit
 
 # Set by the sending library for every request: a captured value would be wrong (length), redundant, or (encoding)
@@ -203,9 +203,11 @@ def plain_routes(
 
 def route_secrets(key: str, routes: Sequence[Route]) -> tuple[str, ...]:
     """What a backend must redact: its API key and, where a route's proxy URL carries credentials, every form a
-    proxy may echo back (the password, `user:password`, the Proxy-Authorization token transport.py sends)."""
+    proxy may echo back (the password, `user:password`, the Proxy-Authorization token transport.py sends), and the
+    credentials a base URL carries (`?api-key=`, `https://user:pass@host`: redaction.py `url_secrets`)."""
     found = [key]
     for route in routes:
+        found += url_secrets(route.link.base_url)
         try:
             proxy = proxy_for(route.link.base_url)
         except PermanentError:

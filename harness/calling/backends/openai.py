@@ -20,7 +20,7 @@ import httpx2
 import openai
 from openai import AsyncOpenAI
 
-from harness.calling.backends.base import MalformedReply, NotAnAnswer, PermanentError, usage_count
+from harness.calling.backends.base import MalformedReply, NotAnAnswer, PermanentError, reply_usage, usage_count
 from harness.calling.backends.choose import described
 from harness.calling.backends.http import Route
 from harness.calling.backends.http_errors import ErrorReply
@@ -30,7 +30,7 @@ from harness.calling.backends.provider import HTTPBackend
 from harness.calling.backends.thinking import thinking_for
 from harness.calling.redaction import redact
 from harness.scoring.constrained import gbnf, response_format
-from harness.types import Completion, HarnessError, RateLimit, Request, Usage
+from harness.types import Completion, HarnessError, RateLimit, Request
 
 CHAT_ENDPOINT, RAW_ENDPOINT = "/v1/chat/completions", "/v1/completions"
 
@@ -195,7 +195,7 @@ class OpenAIBackend(HTTPBackend):
                 raise MalformedReply(f"malformed reply: no text and no refusal (finish_reason {finish!r})")
             text = ""  # cut off before any text, filtered, or a thought with no answer: the model's (empty) answer
         usage = data.get("usage")
-        tokens = Usage(usage_count(usage, "prompt_tokens"), usage_count(usage, "completion_tokens"), hidden(usage))
+        tokens = reply_usage(usage, "prompt_tokens", "completion_tokens", hidden(usage))
         finish = finish if isinstance(finish, str) else None
         return self.answer(request_id, text, tokens, finish, data.get("model"), limits, refusal, thought, probs)
 
@@ -213,7 +213,7 @@ def reasoning_of(part: dict[str, Any]) -> str | None:
 def hidden(usage: Any) -> int:
     """Reasoning tokens the reply reports: OpenAI's `completion_tokens_details.reasoning_tokens`; 0 where absent."""
     details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
-    return usage_count(details, "reasoning_tokens")
+    return usage_count(details, "reasoning_tokens") or 0
 
 
 from_config = OpenAIBackend.from_config  # what harness/calling/backends BACKENDS calls

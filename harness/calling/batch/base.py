@@ -134,8 +134,9 @@ async def with_retries(policy: RetryPolicy, call: Callable[[], Awaitable[T]]) ->
 
 
 def client_for(backend: Any, base_url: str) -> Any:
-    """The backend's SDK client for the server a batch went to (one client per --base-url)."""
+    """The backend's SDK client for the server a batch went to (one client per --base-url), recorded in the cache
+    file with the URL's credentials redacted (submit.py)."""
     for url, client in zip(backend.base_urls, backend.clients, strict=True):
-        if url == base_url:
+        if redact(url, backend.secrets) == base_url:
             return client
     raise HarnessError(f"a batch was recorded for {base_url}, which this run does not use (pass the same --base-url)")

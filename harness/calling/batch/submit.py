@@ -11,6 +11,7 @@ from harness.calling.backends.base import PermanentError, RetryableError
 from harness.calling.batch.base import Item, Provider, Remote, client_for, with_retries
 from harness.calling.batch.state import Context, Group
 from harness.calling.batch.store import BatchRow
+from harness.calling.redaction import redact
 from harness.types import HarnessError
 
 
@@ -69,7 +70,8 @@ async def submit(ctx: Context, group: Group) -> list[str]:
     limit = min(p.max_requests, ctx.options.max_requests or p.max_requests)
     chunks = split(items, limit, p.max_bytes, p.item_size)
     by_key = {i.key: i for i in items}
-    urls = list(group.backend.base_urls)  # type: ignore[attr-defined]
+    # as the cache file records them: credentials in a --base-url redacted (client_for matches them so)
+    urls = [redact(url, group.backend.secrets) for url in group.backend.base_urls]  # type: ignore[attr-defined]
     local_ids = ctx.store.claim(p.name, group.backend.model, urls, [[i.key for i in c] for c in chunks])
     for local_id in local_ids:
         batch_items = [by_key[k] for k in ctx.store.keys(local_id)]

@@ -1,0 +1,147 @@
+"""A secret in every form it can take (issue 41): a server or proxy that echoes the key URL-encoded, base64-encoded
+(alone, as `Bearer <key>`, as basic auth's `user:key`), or cut in two across the fields of a JSON error, in its replies,
+its error replies and a batch's error file; and credentials in a --base-url (`?api-key=`, `user:pass@`). Real runs
+through the CLI and the real SDKs against tests/fake_server.py on 127.0.0.1; then every byte of every file the run,
+its cache and its reports (--shareable too) wrote, and everything it printed, is searched for every form."""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cli.main import main
+from tests.calling.test_secrets_everywhere import files_holding
+from tests.fake_batch_server import FakeBatchServer
+from tests.fake_replies import key_forms
+from tests.fake_server import FakeServer
+
+KEY = "sk-test/41+enc=Zq9x7Lw3Rv"  # `/`, `+` and `=` are written otherwise URL-encoded
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def middle(encoded: str) -> str:
+    """The middle half of an encoding: characters that encode the key's bytes alone, whatever came before it."""
+    return encoded[len(encoded) // 4 : 3 * len(encoded) // 4]
+
+
+# Every form the key may be found in: as is, URL-encoded (either case of hex), its halves, and the middle of its
+# base64 encodings alone and after `Bearer ` or `me:` (a test's own arithmetic, not redaction.py's).
+FORMS = (
+    KEY,
+    urllib.parse.quote(KEY, safe=""),
+    urllib.parse.quote(KEY, safe="").lower(),
+    KEY[: len(KEY) // 2],
+    KEY[len(KEY) // 2 :],
+    middle(b64(KEY)),
+    middle(b64("Bearer " + KEY)),
+    middle(b64("me:" + KEY)),
+)
+
+
+def echo_forms(endpoint: str, request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+    """Every form of the key, in the reply's `model`, its finish reason and its text."""
+    said, rest = key_forms(KEY)
+    reply["model"] = f"served {said}"
+    if "choices" in reply:
+        reply["choices"][0]["finish_reason"] = rest
+        choice = reply["choices"][0]
+        if "text" in choice:  # a raw completion (a --base-url model that is no OpenAI chat name)
+            choice["text"] = f"4 ({said} {rest})"
+        else:
+            choice["message"]["content"] = f"4 ({said} {rest})"
+    else:
+        reply["stop_reason"] = rest
+        reply["content"][0]["text"] = f"4 ({said} {rest})"
+    return reply
+
+
+def test_the_test_forms_are_found_in_what_the_server_sends() -> None:
+    """The forms searched for are there before redaction (else the test below could not fail)."""
+    said, rest = key_forms(KEY)
+    assert all(form in f"{said} {rest}" for form in FORMS[1:2] + FORMS[3:])
+    assert KEY not in said and KEY not in rest  # cut in two: no literal match would catch it
+
+
+@pytest.mark.parametrize(("backend", "variable"), [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY")])
+def test_a_key_echoed_in_any_encoding_reaches_no_file_and_no_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, backend: str, variable: str
+) -> None:
+    monkeypatch.setenv(variable, KEY)
+    results = tmp_path / "results"
+
+    def plan(prompt: str, attempt: int) -> str:
+        return "400-echo" if len(prompt) % 3 == 0 else "ok"
+
+    with FakeServer(extras=echo_forms, plan=plan) as server:
+        url = server.openai_url if backend == "openai" else server.anthropic_url
+        args = ["--model", "m", "--backend", backend, "--base-url", url, "--dataset", "stsb", "--limit", "8"]
+        args += ["--results-dir", str(results), "--run-id", "r", "--no-progress", "--cache", str(tmp_path / "c.db")]
+        assert main(args) == 3  # some requests failed (their 400s)
+        asked = len(server.answered)
+        assert main([*args, "--run-id", "again"]) == 3
+        assert len(server.answered) == asked  # the rerun bought no answer again
+    assert main(["report", str(results / "r"), "--out", str(tmp_path / "report")]) == 0
+    assert main(["report", str(results / "r"), "--out", str(tmp_path / "shared"), "--shareable"]) == 0
+    printed = capsys.readouterr()
+    rows = [json.loads(line) for line in (results / "r" / "samples.jsonl").read_text().splitlines()]
+    assert any(r["error"] for r in rows) and any(not r["error"] for r in rows)
+    assert all("[redacted]" in r["error"] for r in rows if r["error"])
+    assert files_holding(tmp_path, FORMS) == {}
+    assert [f for f in FORMS if f in printed.out + printed.err] == []
+
+
+def test_a_batch_error_file_echoing_the_key_in_any_encoding_reaches_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+
+    def plan(prompt: str, attempt: int) -> str:
+        return "400-echo" if len(prompt) % 3 == 0 else "ok"
+
+    with FakeBatchServer(plan=plan, extras=echo_forms) as server:
+        server.batch_key = KEY
+        code = main(["--model", "m", "--backend", "openai", "--base-url", server.openai_url, "--dataset", "stsb",
+                     "--limit", "8", "--results-dir", str(tmp_path / "results"), "--run-id", "b", "--no-progress",
+                     "--batch", "--batch-poll", "0.05", "--cache", str(tmp_path / "c.db")])  # fmt: skip
+    printed = capsys.readouterr()
+    rows = [json.loads(line) for line in (tmp_path / "results" / "b" / "samples.jsonl").read_text().splitlines()]
+    assert code == 3 and any(r["error"] for r in rows), printed.err
+    assert files_holding(tmp_path, FORMS) == {}
+    assert [f for f in FORMS if f in printed.out + printed.err] == []
+
+
+@pytest.mark.parametrize(
+    ("url", "secret"),
+    [
+        ("{base}?api-key=Qs-s3cret-in-query", "Qs-s3cret-in-query"),
+        ("{base}?key=Qs%2Fs3cret%2Bquoted", "Qs/s3cret+quoted"),
+        ("http://me:Pw-s3cret-userinfo@127.0.0.1:{port}/v1", "Pw-s3cret-userinfo"),
+    ],
+)
+def test_credentials_in_a_base_url_reach_no_file_and_no_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, url: str, secret: str
+) -> None:
+    """A gateway's `?api-key=` or `user:pass@` in --base-url is a credential: not in config.json (a dry run writes
+    one), not in an error line (a real run: the server is asked, and says what went wrong)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeBatchServer() as server:
+        base = url.format(base=server.openai_url, port=server.port)
+        args = ["--model", "m", "--backend", "openai", "--base-url", base, "--dataset", "stsb", "--limit", "2"]
+        args += ["--results-dir", str(tmp_path / "results"), "--no-progress", "--cache", str(tmp_path / "c.db")]
+        assert main([*args, "--dry-run", "--run-id", "dry"]) == 0
+        main([*args, "--run-id", "real"])
+        main([*args, "--run-id", "batch", "--batch", "--batch-poll", "0.05"])  # the cache file's batch records
+    printed = capsys.readouterr()
+    config = (tmp_path / "results" / "dry" / "config.json").read_text()
+    assert "[redacted]" in config
+    forms = (secret, urllib.parse.quote(secret, safe=""))
+    assert files_holding(tmp_path, forms) == {}
+    assert [f for f in forms if f in printed.out + printed.err] == []
