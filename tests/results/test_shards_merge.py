@@ -212,7 +212,7 @@ def test_parts_that_hold_fewer_queries_than_the_whole_claims_are_refused() -> No
     claimed = [
         dataclasses.replace(p, config=p.config | {"shard": p.config["shard"] | {"whole_queries": 9}}) for p in parts
     ]
-    with pytest.raises(HarnessError, match=r"^run w: the parts hold fewer than its 9 queries$"):
+    with pytest.raises(HarnessError, match=r"^run w: the parts do not hold each of its 9 queries once$"):
         merge_shards(claimed)
 
 

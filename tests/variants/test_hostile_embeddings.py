@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from harness.cli.main import main
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.scoring.vectors import MAX_DIM
 from tests.fake_server import EMBEDDINGS, FakeServer
 from tests.variants.test_qa_run import fake_answer
