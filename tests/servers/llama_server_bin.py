@@ -53,10 +53,12 @@ def llama_server(gguf: Path, workdir: Path, *args: str, threads: int = 1) -> Ite
         while True:
             if process.poll() is not None:
                 raise RuntimeError(f"llama-server exited with {process.returncode}:\n{log.read_text()[-2000:]}")
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r,
+            ):
+                if r.status == 200:
+                    break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"llama-server did not answer within {START_TIMEOUT_S} s (log: {log})")
             time.sleep(0.5)
