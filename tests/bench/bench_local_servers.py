@@ -196,7 +196,7 @@ def main() -> None:
         "| final window | slots read | sweep (answers/s) |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for s in (int(x) for x in a.fake_slots.split(",")):
+    for s in (int(x) for x in a.fake_slots.split(",") if x):
         with fake_server(a.fake_latency, s, props=True) as url:
             name = f"fake, {s} slot{'s' if s > 1 else ''} x {a.fake_latency:g} s"
             compare(name, url, "fake", a.n, sorted({1, s, s + 1, 2 * s, 4 * s, 16}), states=True)
