@@ -74,6 +74,7 @@ def ours(url: str, model: str, n: int, tag: str, stated: bool) -> dict[str, floa
     wall = time.perf_counter() - t0
     answered = sum(c.error is None for c in done.values())
     lim = stats.limiter
+    assert lim is not None
     return {
         "rate": answered / wall, "attempts": stats.attempts / max(1, answered), "timeouts": lim["timed_out"],
         "errors": stats.errors, "window": lim["final_window"], "slots": lim["server_slots"] or 0,

@@ -16,6 +16,7 @@ import math
 import random
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -29,6 +30,11 @@ from tests.fake_slots import SlotBackend
 from tests.virtual_clock import VirtualClockLoop, run_virtual
 
 N = 300
+
+
+def lim(stats: DispatchStats) -> dict[str, Any]:
+    assert stats.limiter is not None
+    return stats.limiter
 
 
 def run(backend: SlotBackend, n: int = N, timeout: float = 120.0) -> DispatchStats:
@@ -61,6 +67,7 @@ def test_a_queueing_server_gets_every_answer_at_the_first_attempt_and_is_kept_bu
     backend = SlotBackend(slots, service)  # type: ignore[arg-type]
     stats = run(backend, timeout=timeout)
     server, limiter = backend.server, stats.limiter
+    assert limiter is not None
     assert stats.attempts == N and stats.retries == 0 and limiter["timed_out"] == 0, (case, limiter)
     assert server.wasted == 0 and server.dropped == 0 and server.served == N
     # Kept busy: answers a second against what S slots serve when all are busy (the batched case: 4 / 1.75 s).
@@ -81,7 +88,7 @@ def test_a_server_that_states_its_slots_gets_those_and_a_quarter_from_the_first_
     on_virtual_clock(monkeypatch)
     backend = SlotBackend(4, 3.0, states=True)
     stats = run(backend)
-    assert stats.limiter["server_slots"] == 4 and stats.limiter["ceiling"] == 4 + math.ceil(QUEUED_SHARE * 4)
+    assert lim(stats)["server_slots"] == 4 and lim(stats)["ceiling"] == 4 + math.ceil(QUEUED_SHARE * 4)
     assert backend.server.max_waiting == math.ceil(QUEUED_SHARE * 4)  # never more than one queued at the server
     assert stats.attempts == N and backend.server.wasted == 0
     assert backend.first_sent is not None
@@ -96,8 +103,8 @@ def test_jitter_without_queueing_does_not_hold_the_window(monkeypatch: pytest.Mo
     on_virtual_clock(monkeypatch)
     backend = SlotBackend(10_000, jitter(random.Random(42)))
     stats = run(backend, n=n)
-    assert stats.limiter["final_window"] == 128 and stats.limiter["lowest_window"] == 128
-    assert stats.limiter["queued"] == 0 and backend.server.max_waiting == 0
+    assert lim(stats)["final_window"] == 128 and lim(stats)["lowest_window"] == 128
+    assert lim(stats)["queued"] == 0 and backend.server.max_waiting == 0
     assert backend.first_sent is not None  # and the answers came as fast as 128 kept in flight bring them
     assert n / (backend.last_answer - backend.first_sent) >= 0.95 * best
 

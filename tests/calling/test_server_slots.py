@@ -6,6 +6,7 @@ something that is no count of slots, is watched instead (tests/calling/test_disp
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -16,6 +17,11 @@ from harness.types import Request
 from tests.fake_server import FakeServer
 
 
+def lim(stats: DispatchStats) -> dict[str, Any]:
+    assert stats.limiter is not None
+    return stats.limiter
+
+
 def test_a_run_keeps_to_the_slots_the_server_states() -> None:
     with FakeServer(latency=0.02, slots=2, props=2) as server:
         stats = DispatchStats()
@@ -23,7 +29,7 @@ def test_a_run_keeps_to_the_slots_the_server_states() -> None:
         backend = OpenAIBackend("m", "sk-test", [server.openai_url])
         done = complete_all(backend, requests, options=DispatchOptions(progress=False), stats=stats)
         assert stats.errors == 0 and len(done) == 40
-        assert stats.limiter["server_slots"] == 2 and stats.limiter["ceiling"] == 3
+        assert lim(stats)["server_slots"] == 2 and lim(stats)["ceiling"] == 3
         assert server.max_in_flight <= 3  # 2 computed, 1 waiting: not 8 (slow start), not 128
         assert server.slots is not None and server.slots.max_waiting <= 1
 
