@@ -20,6 +20,11 @@ with and without a status in error.code), "200-list", "200-no-choices".
 
 Rate limits (`--rps-limit 200` & co., off by default; 429s logged as "limited") and GET /stats: tests/fake_ratelimit.py.
 
+A local server's slots (`slots=S`, `--slots S`): S requests computed at once (each for `latency` seconds), the rest
+queued in order of arrival (tests/fake_slots.py; aiohttp does not cancel a handler whose client left, so here an
+abandoned request is computed to the end, queued or not); `props=` (`--props`): GET /props answers
+`{"total_slots": props}` as llama.cpp's server does (`--props`: S).
+
 In tests: `with FakeServer(...) as server:` runs it on a background thread. For benchmarks, run it in
 its own process: `python tests/fake_server.py --latency 0.1` prints `port N` and serves until killed.
 """
@@ -58,6 +63,7 @@ from tests.fake_replies import (
     raw_reply,
     reply_text,
 )
+from tests.fake_slots import Slots
 
 __all__ = ["HUGE_BYTES", "REFUSAL", "RETRY_AFTER_MS", "FakeServer", "bag_of_words", "default_answer"]
 
@@ -104,8 +110,12 @@ class FakeServer:
         usage: Callable[[str, str], tuple[int, int]] | None = None,
         rate_limit: ratelimit.RateLimitPolicy | None = None,
         extras: Callable[[str, dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None,
+        slots: int | None = None,
+        props: object = None,
     ) -> None:
         self.latency = latency
+        self.slots = Slots(slots, latency) if slots is not None else None  # S at once, the rest queued
+        self.props = props  # what GET /props says total_slots is (any JSON value); None: 404
         self.plan = plan
         self.answer = answer
         self.api_key = api_key  # when set, any other key gets a 401 that echoes it (as providers do)
@@ -146,6 +156,7 @@ class FakeServer:
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/stats", self._stats)
+        app.router.add_get("/props", self._props)
         return app
 
     async def serve(self, port: int = 0) -> None:  # start listening (inside a running loop)
@@ -221,6 +232,8 @@ class FakeServer:
         elif action == "slow":  # answers normally, after SLOW_SECONDS
             await asyncio.sleep(SLOW_SECONDS)
             action = "ok"
+        elif self.slots is not None:
+            await self.slots.serve()  # a slot, then `latency` seconds in it
         elif self.latency:
             await asyncio.sleep(self.latency)
         return prompt, action, body | {"_key": key}
@@ -271,7 +284,18 @@ class FakeServer:
 
     async def _stats(self, request: web.Request) -> web.Response:
         limits = self.limiter and self.limiter.stats()
-        return web.json_response({"served": self.served, "max_in_flight": self.max_in_flight, "rate_limit": limits})
+        slots = self.slots and {
+            "wasted": self.slots.wasted,
+            "dropped": self.slots.dropped,
+            "max_waiting": self.slots.max_waiting,
+        }
+        stats = {"served": self.served, "max_in_flight": self.max_in_flight, "rate_limit": limits, "slots": slots}
+        return web.json_response(stats)
+
+    async def _props(self, request: web.Request) -> web.Response:
+        if self.props is None:
+            return web.json_response({"error": {"message": "File Not Found", "type": "not_found_error"}}, status=404)
+        return web.json_response({"total_slots": self.props, "model_alias": "fake"})
 
     def _reply(self, prompt: str, reply: dict[str, Any]) -> web.Response:
         self.served += 1
@@ -294,11 +318,16 @@ def main() -> None:
     p = argparse.ArgumentParser(description="Serve the fake OpenAI/Anthropic API on 127.0.0.1 until killed.")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--latency", type=float, default=0.1)
+    p.add_argument("--slots", type=int, default=None, help="requests computed at once (the rest queue)")
+    p.add_argument("--props", action="store_true", help="GET /props states the slots (as llama.cpp's server)")
     ratelimit.add_arguments(p)
     a = p.parse_args()
 
     async def run() -> None:
-        server = FakeServer(latency=a.latency, log=False, rate_limit=ratelimit.policy_from_args(a))
+        policy = ratelimit.policy_from_args(a)
+        server = FakeServer(
+            latency=a.latency, log=False, rate_limit=policy, slots=a.slots, props=a.slots if a.props else None
+        )
         await server.serve(a.port)
         print(f"port {server.port}", flush=True)
         await asyncio.Event().wait()

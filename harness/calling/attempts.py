@@ -1,6 +1,7 @@
 """One API request's attempts, for dispatch (harness/calling/dispatch.py): each through the limiter (a slot, the
 pace), under --timeout, retried on what is worth retrying by our one retry policy (tenacity; options.py
-`RetryPolicy`), with what each reply said of the provider's rate limit reported back to the limiter.
+`RetryPolicy`), with what each reply said of the provider's rate limit, and each timeout (congestion, as a 429 is),
+reported back to the limiter.
 """
 
 from __future__ import annotations
@@ -120,12 +121,13 @@ class Attempts:
         if limiter.tokens is not None and (why := unfit(cost, limiter.tokens.limit, limiter.fixed_tpm)) is not None:
             raise PermanentError(why, fatal=True)  # pacing to it would wait cost/limit minutes a request, forever
         sent = await limiter.acquire(cost)
+        load = limiter.in_flight  # ours in flight as it left, itself included: the latency's context (congestion.py)
         timeout = self.options.retry.timeout
         try:
             async with asyncio.timeout(timeout):
                 completion = await self.backend.send(request)
-        except TimeoutError:
-            limiter.release(sent, ok=False)
+        except TimeoutError:  # congestion, as a 429 is: the window is cut
+            limiter.release(sent, ok=False, timed_out=True, load=load)
             raise RetryableError(f"no answer within {timeout:g}s (--timeout)") from None
         except RetryableError as e:
             limiter.release(sent, ok=False, limited=e.limited, retry_after=e.retry_after, limits=e.rate_limit)
@@ -145,7 +147,7 @@ class Attempts:
         except BaseException:
             limiter.release(sent, ok=False)
             raise
-        limiter.release(sent, ok=True, limits=completion.rate_limit)
+        limiter.release(sent, ok=True, limits=completion.rate_limit, load=load)
         self.reach.answered = True
         return completion
 

@@ -45,7 +45,7 @@ class _Dispatcher:
         self.keys: dict[str, str] = {}
         self.fatal: str | None = None
         self.secrets, self.prompts = backend.secrets if isinstance(backend, RemoteBackend) else (), dict[str, str]()
-        self.limiter = Limiter(options.concurrency, options.rpm, options.tpm)  # run_remote makes a fresh one
+        self.limiter = Limiter(options.concurrency)  # run_remote makes the run's own, with every setting
         self.reach = Reachability(options.retry.wait_for_server)
         self.budget = (
             Budget(options.max_cost, options.price, options.count_prompt or (lambda text: len(text.encode())))
@@ -107,7 +107,10 @@ class _Dispatcher:
 
     async def run_remote(self, backend: RemoteBackend, requests: list[Request]) -> None:
         queue = deque(requests)
-        self.limiter = limiter = Limiter(self.options.concurrency, self.options.rpm, self.options.tpm)
+        o = self.options
+        self.limiter = limiter = Limiter(o.concurrency, o.rpm, o.tpm, timeout=o.retry.timeout)
+        if (slots := await backend.capacity()) is not None:  # llama.cpp's /props: how many it serves at once
+            limiter.serves(slots)
 
         async def worker() -> None:
             while queue and not self.stopping():  # after a fatal error, in-flight requests finish; none start

@@ -1,8 +1,13 @@
 """How many API requests may be in flight, and when the next one may start.
 
-`--concurrency` is a ceiling, not a setting to tune: the window of requests in flight starts there, is cut
-multiplicatively when the provider answers 429, and grows back additively while it keeps up (AIMD, as TCP
-does), so a run settles just under a rate limit it was never told about. A cut happens at most once per
+`--concurrency` is a ceiling, not a setting to tune: the window of requests in flight starts small
+(INITIAL_WINDOW) and, from the first answer, as many as the server's pace answers well within --timeout (slow
+start; against an API, the ceiling at once), is cut
+multiplicatively when the provider answers 429 or an attempt times out, and grows back additively while it keeps
+up (AIMD, as TCP does), so a run settles just under a rate limit it was never told about. Against a server that
+queues (a local one: llama.cpp, vLLM, Ollama), answers whose latency grows with the load hold the window to what
+the server serves at once (harness/calling/congestion.py), or the server says so itself (`serves`: llama.cpp's
+/props), so that no request waits long enough to time out (issue 42). A cut happens at most once per
 round trip, and only for a 429 to a request sent after the last cut: a burst of 429s to requests that were
 already out is one piece of news, not many. A 429's retry-after pauses new requests for that long (the
 request itself waits it out in dispatch's retry policy, holding no slot).
@@ -15,8 +20,9 @@ counts them for --max-cost, so 429s become rare instead of being the signal.
 A 429 also teaches a rate where no header does (or theirs was too high): the request rate is cut to PROBE_CUT of
 what was sent (or to the share answered, if less) and probed back along CUBIC's curve (RFC 8312), paced by a
 second bucket (`probe`). A halved window swings between half the limit and all of it (75 % on average); a rate cut
-by a tenth stays within a tenth. Until the first answer, requests leave at most START_RATE a second: against a
-burst allowance of 10-20, 429s to a first wave sent all at once would outnumber all later ones.
+by a tenth stays within a tenth. Until the first answer, requests leave at most START_RATE a second (where the
+first window is larger than INITIAL_WINDOW: a server's stated slots): against a burst allowance of 10-20, 429s to a
+first wave sent all at once would outnumber all later ones.
 
 Paced requests pass a turnstile one at a time, in order, and each is booked against the buckets at the moment it
 actually leaves, not when it joined the queue: times booked in advance would all come due together after any
@@ -34,6 +40,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.calling.congestion import QueueWatch
 from harness.calling.limits import Pacer, refill_rate
 from harness.types import RateLimit
 
@@ -52,6 +59,11 @@ REQUEST_BURST = 2.0
 START_RATE, START_BURST = 1000.0, 16.0  # requests a second (after a burst of 16) until the first answer
 PROBE_CUT = 0.9  # the request rate after a 429, as a share of what it was (CUBIC's beta, RFC 8312: 0.7 for windows)
 PROBE_K = 1.0  # seconds the probe takes to climb back to the rate that met the 429 (CUBIC's K)
+# The first window (TCP's initial window is 10): a first wave of 128 to a server that serves one at a time would
+# wait 128 service times, past any --timeout. The first answer tells the pace, and slow start grows to what it
+# answers within a quarter of --timeout (against an API: the ceiling, at once).
+INITIAL_WINDOW = 8
+QUEUED_SHARE = 0.25  # beyond the slots a server states, this share more in flight: a freed slot is refilled at once
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,9 @@ class LimiterReport:
     paced_rpm: float | None  # the request rate paced to (--rpm, or learned from headers); None: not paced
     paced_tpm: float | None
     probed_rpm: float | None = None  # the request rate 429s taught (probed back up since); None: no 429
+    timed_out: int = 0  # attempts abandoned at --timeout (each cuts the window as a 429 does)
+    queued: int = 0  # answers that queued at the server and held the window to its pace (congestion.py)
+    server_slots: int | None = None  # what the server said it serves at once (llama.cpp's /props); None: not said
 
 
 class Limiter:
@@ -74,10 +89,14 @@ class Limiter:
         rpm: float | None = None,
         tpm: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        timeout: float | None = None,  # --timeout: answers should come well within it (congestion.py)
     ) -> None:
         self.ceiling = max(1, ceiling)
-        # The window starts at the ceiling, not small as in TCP's slow start (against a limit: START_RATE).
-        self.window = self.lowest = float(self.ceiling)
+        self.window, self.lowest = float(min(self.ceiling, INITIAL_WINDOW)), float(self.ceiling)
+        self.slow = self.window < self.ceiling  # slow start: one more per answer until the ceiling or congestion
+        self.queue = QueueWatch(timeout)
+        self.timed_out = self.queued = self.answers = 0  # answers: all the answers seen
+        self.server_slots: int | None = None
         self.in_flight = 0
         self.clock = clock
         self.fixed_rpm, self.fixed_tpm = rpm is not None, tpm is not None  # the user's word beats the headers
@@ -167,6 +186,20 @@ class Limiter:
             self._gate.popleft()
             waiter.set_result(self._book(cost, now))
 
+    def serves(self, slots: int) -> None:
+        """The server says it serves `slots` requests at once (llama.cpp's /props `total_slots`): that and a
+        quarter more in flight, from the first request (no slow start needed: the capacity is known)."""
+        self.server_slots = slots
+        self.ceiling = max(1, min(self.ceiling, slots + math.ceil(QUEUED_SHARE * slots)))
+        self.window, self.slow = float(self.ceiling), False
+        self.lowest = min(self.lowest, self.window)
+
+    def _congested(self, window: float) -> None:
+        """Congestion (a 429, a timeout, a queue): the window down to `window`, slow start over."""
+        self.window = max(1.0, min(self.window, window))
+        self.lowest = min(self.lowest, self.window)
+        self.slow = False
+
     def paced(self) -> bool:  # whether requests leave at a pace (the user's, the headers' or the 429s')
         return self.requests is not None or self.probe is not None
 
@@ -176,24 +209,26 @@ class Limiter:
 
     def release(
         self, sent: float, *, ok: bool, limited: bool = False, retry_after: float | None = None,
-        limits: RateLimit | None = None,
+        limits: RateLimit | None = None, timed_out: bool = False, load: int = 0,
     ) -> None:  # fmt: skip
-        """The request that left at `sent` came back: answered (`ok`), answered 429 (`limited`), or neither
-        (a server error, a timeout: no news about the rate limit, so the window stays)."""
+        """The request that left at `sent`, with `load` requests in flight (itself included; 0: unknown), came
+        back: answered (`ok`), answered 429 (`limited`), abandoned at --timeout (`timed_out`: congestion, as a
+        429 is), or none of these (a server error: no news about the rate limit, so the window stays)."""
         now = self.clock()
         if limits is not None:
             # Headers no rule foresaw are no news; either way the slot below is freed (a leaked one hangs a run).
             with contextlib.suppress(ArithmeticError, ValueError, TypeError):
                 self._learn(limits, now)
-        self.start = None  # an answer or a 429: the first wave is over
+        self.answers += ok
+        if limited or self.answers >= self.ceiling:  # a 429, or a window's worth of answers: the first
+            self.start = None  # wave is over (slow start's jump to the ceiling at the first answer is in it)
         if limited:
             self.rate_limited += 1
             self.refused += 1
             if not self.fixed_rpm and sent > self.probe_cut:  # news: sent after the last cut
                 self._cut_probe(now)
             if sent >= self.last_cut and now - self.last_cut >= self.rtt:
-                self.window = max(1.0, self.window * CUT)
-                self.lowest = min(self.lowest, self.window)
+                self._congested(self.window * CUT)
                 self.last_cut = now
             if retry_after is not None:
                 self.paused_until = max(self.paused_until, now + min(retry_after, RETRY_AFTER_CAP))
@@ -208,15 +243,31 @@ class Limiter:
             self._wake()
             return
         self.in_flight -= 1
+        if timed_out:
+            self.timed_out += 1
+            # Cut once per round trip, as for 429s, and at least to what the server's pace answers in time.
+            held = self.queue.timed_out(load, now - sent)
+            if sent >= self.last_cut and now - self.last_cut >= self.rtt:
+                self._congested(min(self.window * CUT, held if held is not None else math.inf))
+                self.last_cut = now
         if ok:
             self.rtt += 0.125 * ((now - sent) - self.rtt)  # smoothed as TCP smooths its RTT
             self.answered += 1
             if self.probe is not None:
                 self._grow_probe(self.probe, now)
-            if self.window < self.ceiling:
-                # One more slot per round trip, no faster than one per GROW_PERIOD (a fast server: no overshoots)
+            held = self.queue.answered(load, now - sent, now) if load else None
+            if held is not None and held < self.window:  # this answer queued: in flight to the server's pace
+                self.queued += 1
+                self._congested(held)
+            elif self.window < self.ceiling:
+                # Never past what the server's pace answers well within --timeout (congestion.py `safe`): a first
+                # wave grown past that would time out before the queue rule could act. Slow start goes straight
+                # there (against an API, to the ceiling at the first answer); after it, one more slot per round
+                # trip, no faster than one per GROW_PERIOD (a fast server: no overshoots).
+                top = min(float(self.ceiling), max(self.window, self.queue.safe()))
                 step = min(1.0, self.rtt / GROW_PERIOD) / self.window
-                self.window = min(float(self.ceiling), self.window + step)
+                self.window = top if self.slow else min(top, self.window + step)
+                self.slow = self.slow and self.window < self.ceiling
         self._wake()
 
     def _cut_probe(self, now: float) -> None:
@@ -289,4 +340,7 @@ class Limiter:
             round(self.requests.rate * 60.0, 1) if self.requests else None,
             round(self.tokens.rate * 60.0, 1) if self.tokens else None,
             round(self.probe.rate * 60.0, 1) if self.probe else None,
+            self.timed_out,
+            self.queued,
+            self.server_slots,
         )

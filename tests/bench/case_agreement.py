@@ -3,6 +3,10 @@ recomputed here from the data (the run's texts are rebuilt with harness/variants
 over a seeded sample of the run's items. Prints numbers only, never C-STS text.
 
     HF_HUB_OFFLINE=1 python tests/bench/case_agreement.py RUN_DIR [--items 300] [--archive A --password-file P]
+        [--encoder DIR]
+
+--encoder: the sentence-transformers folder to compare with when the run's model is no such folder (a run through
+an embedding server: llama.cpp's llama-server serving the same weights as a GGUF, docs/embeddings.md).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ def main() -> None:
     p.add_argument("--items", type=int, default=300)
     p.add_argument("--archive", type=Path)
     p.add_argument("--password-file", type=Path)
+    p.add_argument("--encoder", default=None, help="sentence-transformers folder (default: the run's --model)")
     a = p.parse_args()
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.util import cos_sim
@@ -35,7 +40,7 @@ def main() -> None:
     items = [e for e in dataset.examples if e.id in samples and samples[e.id]["prediction"] is not None]
     items = random.Random(0).sample(items, min(a.items, len(items)))
     texts = sorted({x for e in items for t in sides(e, case["inputs"]) for x in vector_texts(t, case["setting"]) if x})
-    encoder = SentenceTransformer(config["model"], device="cpu")
+    encoder = SentenceTransformer(a.encoder or config["model"], device="cpu")
     vectors = dict(zip(texts, encoder.encode(texts, batch_size=64, convert_to_numpy=True), strict=True))
     deltas = []
     for e in items:

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from harness.calling.limiter import CUT, LEARN_WEIGHT, PACE, Limiter, Pacer
+from harness.calling.limiter import CUT, INITIAL_WINDOW, LEARN_WEIGHT, PACE, Limiter, Pacer
 from harness.types import RateLimit
 from tests.virtual_clock import VirtualClockLoop, run_virtual
 
@@ -21,14 +21,21 @@ class Clock:
 
 
 def limiter(ceiling: int = 64, **kw: float) -> tuple[Limiter, Clock]:
+    """A limiter past its slow start: the window at the ceiling (tests of what comes after)."""
     clock = Clock()
     lim = Limiter(ceiling, clock=clock, **kw)  # type: ignore[arg-type]
+    lim.window, lim.slow = float(ceiling), False
     return lim, clock
 
 
-def test_starts_at_the_ceiling_and_a_429_cuts_the_window() -> None:
-    lim, clock = limiter(64)
-    assert lim.window == 64
+def test_slow_start_doubles_the_window_each_round_trip_to_the_ceiling_and_a_429_cuts_it() -> None:
+    clock = Clock()
+    lim = Limiter(64, clock=clock)
+    assert lim.window == INITIAL_WINDOW and lim.slow
+    for _ in range(64 - INITIAL_WINDOW):  # one more per answer: a window's worth of answers doubles it
+        lim.in_flight = 1
+        lim.release(clock.now - 0.1, ok=True)
+    assert lim.window == 64 and not lim.slow and lim.lowest == 64
     lim.in_flight = 10
     clock.now += 1
     lim.release(clock.now - 0.1, ok=False, limited=True)
@@ -216,7 +223,7 @@ def test_slots_are_handed_over_in_order_and_cancelled_waiters_give_theirs_back()
 def test_the_window_bounds_requests_in_flight() -> None:
     async def scenario() -> int:
         lim = Limiter(10)
-        lim.window = 3.0
+        lim.window, lim.slow = 3.0, False
         peak = 0
 
         async def one() -> None:

@@ -44,9 +44,10 @@ def test_a_per_minute_limit_gives_the_exact_refill_rate_even_near_full() -> None
     assert lim.requests is not None and lim.requests.rate == pytest.approx(PACE * 200)
 
 
-def test_the_first_wave_is_spread_until_the_first_answer() -> None:
+def test_the_first_wave_is_spread_until_a_window_of_answers() -> None:
     async def scenario(loop: VirtualClockLoop) -> tuple[list[float], list[float]]:
         lim = Limiter(128, clock=loop.time)
+        lim.window, lim.slow = 128.0, False  # a first wave the window does not bound (as after `serves`)
         left: list[float] = []
 
         async def one() -> float:
@@ -56,7 +57,12 @@ def test_the_first_wave_is_spread_until_the_first_answer() -> None:
 
         first = [asyncio.create_task(one()) for _ in range(64)]
         sent = await asyncio.gather(*first)
-        lim.release(sent[0], ok=True)  # the first answer: no limit met within a round trip
+        for at in sent:  # answers to all 64: no limit met within a round trip, but the first wave is not over
+            lim.release(at, ok=True)
+        assert lim.start is not None
+        for _ in range(64):  # a window's worth of answers (the ceiling's): it is
+            lim.in_flight += 1
+            lim.release(loop.time(), ok=True)
         later: list[float] = []
         for _ in range(32):
             await lim.acquire()
@@ -67,7 +73,7 @@ def test_the_first_wave_is_spread_until_the_first_answer() -> None:
     burst = int(START_BURST)
     assert left[:burst] == pytest.approx([0.0] * burst, abs=1e-12)
     assert left[burst:] == pytest.approx([(i + 1) / START_RATE for i in range(64 - burst)])
-    assert later == [later[0]] * 32  # after the first answer, nothing spreads them
+    assert later == [later[0]] * 32  # after a window of answers, nothing spreads them
 
 
 def test_a_429_without_headers_cuts_the_rate_and_cubic_probes_it_back() -> None:
@@ -103,6 +109,7 @@ def test_a_429_without_headers_cuts_the_rate_and_cubic_probes_it_back() -> None:
 def test_while_the_probe_paces_the_halved_window_does_not_bind() -> None:
     clock = Clock()
     lim = Limiter(128, clock=clock)
+    lim.window, lim.slow = 128.0, False  # past slow start
     lim.in_flight = 40
     lim.release(clock.now, ok=False, limited=True)
     assert lim.window == 64 and lim.probe is not None

@@ -105,6 +105,11 @@ class RemoteBackend(ABC):
     async def aclose(self) -> None:
         """Close the HTTP clients (inside the event loop that used them)."""
 
+    async def capacity(self) -> int | None:
+        """How many requests the server says it computes at once (llama.cpp's GET /props `total_slots`), asked once
+        before a run's first request; None where it does not say (dispatch's limiter then finds out)."""
+        return None
+
 
 Backend = LocalBackend | RemoteBackend  # dispatch matches on which
 

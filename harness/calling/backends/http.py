@@ -41,6 +41,8 @@ from harness.types import RateLimit
 # offer what aiohttp cannot decode; aiohttp offers the encodings it reads.
 _TRANSPORT_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "accept-encoding", "connection"})
 LISTING_TIMEOUT = 10.0  # seconds for GET /models, asked only to explain a 404
+PROPS_TIMEOUT = 5.0  # seconds for GET /props (a server's slots), asked once before a run against --base-url
+MAX_SLOTS = 65_536  # a larger `total_slots` is no number a server computes at once: not read
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,22 @@ class Route:
             return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)] if data else None
         except (RetryableError, PermanentError, ValueError, AttributeError, TypeError):
             return None
+
+    async def slots(self) -> int | None:
+        """How many requests the server computes at once, where it says: llama.cpp's server answers GET /props (at
+        its root, beside /v1) with `total_slots`, its --parallel. None for any other reply, or none in PROPS_TIMEOUT:
+        a server that does not say is watched instead (harness/calling/congestion.py)."""
+        url = yarl.URL(self.link.base_url.rstrip("/"))
+        root = url.with_path(url.path.removesuffix("/v1").rstrip("/") + "/props")
+        headers = {k: v for k, v in self._headers.items() if k.lower() != "content-type"}
+        try:
+            status, _, content = await self.link.request(
+                "GET", root, headers, None, aiohttp.ClientTimeout(total=PROPS_TIMEOUT)
+            )
+            slots = json.loads(content).get("total_slots") if status == 200 else None
+        except (RetryableError, PermanentError, ReplyTooLarge, ValueError, AttributeError, TypeError, RecursionError):
+            return None
+        return slots if type(slots) is int and 1 <= slots <= MAX_SLOTS else None
 
     async def aclose(self) -> None:
         await self.link.aclose()

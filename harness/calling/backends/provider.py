@@ -130,6 +130,14 @@ class HTTPBackend(RemoteBackend):
                 raise await self.refused(route, e, body) from None
         return read_reply(request.id, reply, self.secrets, lambda d: self.completion_from(request.id, d, reply.limits))
 
+    async def capacity(self) -> int | None:
+        """The slots every --base-url server states (summed: dispatch spreads requests over them), asked only of
+        servers named with --base-url (a provider's own API states none); None unless each of them states it."""
+        if not self.api.base_urls:
+            return None
+        slots = [await route.slots() for route in self.routes]
+        return None if None in slots else sum(s for s in slots if s is not None)
+
     async def refused(self, route: Route, e: ErrorReply, body: dict[str, Any]) -> Exception:
         """An error reply as our error (a provider may explain some better, e.g. a 404)."""
         return reply_error(e, self.secrets, body)

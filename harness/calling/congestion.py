@@ -1,0 +1,109 @@
+"""When a server queues requests: how many to keep in flight so that none waits long enough to time out (issue 42).
+
+A local server (llama.cpp's, Ollama, LM Studio, `vllm serve`, `transformers serve`) computes a few requests at once
+and queues the rest: sent 128 at once, the last of them wait 128 service times, pass --timeout, are abandoned and sent
+again, while llama.cpp computes a request it has started to the end for nobody. No 429 ever says so. What does is
+the latency: while a server works through requests slower than they are sent, each answer's latency grows with the
+number in flight and the answers a second do not. By Little's law (L = lambda W) a request sent with `load` requests
+of ours in flight (itself included) and answered `latency` later saw the server answer load / latency requests a
+second, whether it queued (a queueing server: the latency is the load over that rate) or not (an API: the latency
+is its own, and the rate is just our load over it). `QueueWatch` keeps that rate smoothed and the fastest answer
+seen (the latency of a request that did not queue) and, when an answer took longer than a few of those (QUEUE_K,
+and never longer than a share of --timeout), says how many in flight keep answers within that: rate x target.
+Against an API that does not queue, the rate x target is above what is in flight whenever the typical latency is
+within the target, so jitter (one slow answer) never holds the window: only latency that follows the load does.
+
+This is TCP Vegas's and Netflix's concurrency-limits "gradient" idea (in flight = rate x no-load round trip x a
+tolerance) with the rate read per answer from Little's law. A timed-out attempt is the same news, late: its latency
+was at least --timeout. Where the server states how many it serves at once (llama.cpp's GET /props `total_slots`,
+its `--parallel`), the limiter starts from that instead (limiter.py `serves`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+QUEUE_K = 3.0  # an answer may take this many times the fastest one before the window is held: one's own service
+# time and about two more in the queue, so that a slot freed is refilled at once (the server never idles)
+TIMEOUT_SHARE = 0.25  # and never longer than this share of --timeout: a quarter, so that a slower stretch of the
+# server (a long prompt, another client) still leaves room before the timeout
+RECENT = 256  # the rate is read from the last this many answers: two windows of --concurrency's 128, so that a
+# run's last answers (the slow ones: the fast came back earlier) never make up all of them
+TOP_SHARE = 0.1  # the rate is the reading this share of them beat: near their best (BBR's windowed maximum), but
+# not a single reading, which answers that reached the server in another order than they left (a first wave) inflate
+REREAD = 16  # answers between two readings of the rate (a sort of RECENT numbers: not on every answer)
+
+
+class QueueWatch:
+    """The server's pace as our answers show it, and how many in flight keep latency within the target."""
+
+    def __init__(self, timeout: float | None = None) -> None:
+        self.timeout = timeout if timeout is not None and timeout > 0 else math.inf
+        self.floor = math.inf  # the fastest answer's latency: a request that did not queue
+        self.readings: deque[float] = deque(maxlen=RECENT)  # load / latency of the last answers
+        self._rate: float | None = None
+        self._since = self.answers = 0  # answers since the rate was read; in all
+        self.first_sent, self.last_answer = math.inf, -math.inf  # the delivery rate since the first request
+
+    @property
+    def rate(self) -> float | None:
+        """Answers a second the server gave at best lately (Little's law, read per answer); None before any."""
+        if not self.readings:
+            return None
+        if self._rate is None or self._since >= REREAD or len(self.readings) <= REREAD:
+            ranked = sorted(self.readings)
+            self._rate, self._since = ranked[int((1.0 - TOP_SHARE) * (len(ranked) - 1))], 0
+        return self._rate
+
+    def target(self) -> float:
+        """The longest latency that is not queueing: QUEUE_K fastest answers, at most TIMEOUT_SHARE of --timeout."""
+        return min(QUEUE_K * self.floor, TIMEOUT_SHARE * self.timeout)
+
+    def answered(self, load: int, latency: float, now: float = 0.0) -> float | None:
+        """An answer `latency` seconds after it left with `load` requests in flight: the most in flight that keeps
+        answers within the target, when this one took longer (it queued); None when it did not.
+
+        The rate is near the best reading of the last RECENT answers, not their average: against a server that
+        queues, every reading is its pace (load / latency is the same for the first and the last in the queue);
+        against one that does not, a slow answer's reading is low and a fast one's high, and the best of them puts
+        the limit at about QUEUE_K times our load: jitter never holds the window, only latency that follows the load.
+        """
+        if latency <= 0 or load < 1:
+            return None
+        self.floor = min(self.floor, latency)
+        self.readings.append(load / latency)
+        self._since += 1
+        self.answers += 1
+        self.first_sent, self.last_answer = min(self.first_sent, now - latency), max(self.last_answer, now)
+        target = self.target()
+        if latency <= target:
+            return None
+        held = (self.rate or 0.0) * target
+        # Queued: later than the target, and with more in flight than the pace answers within it (this second test
+        # also keeps slow start growing: its answers left with a smaller window in flight than now).
+        return max(1.0, held) if held < load else None
+
+    def safe(self) -> float:
+        """The most in flight that the server's pace answers within TIMEOUT_SHARE of --timeout: the window grows
+        no further (before an answer, or without a --timeout: no bound). The pace is the lower of the readings' and
+        the answers a second since the first request left: a first wave leaves all at once, and which of its
+        requests the server took first is no order we know, so its readings alone can make the pace several times
+        too fast (one slot: the first answer's reading is its load, 1 to 8, over one service time)."""
+        rate = self.rate
+        if rate is None:
+            return math.inf
+        elapsed = self.last_answer - self.first_sent
+        if elapsed > 0:
+            rate = min(rate, self.answers / elapsed)
+        return max(1.0, rate * TIMEOUT_SHARE * self.timeout)
+
+    def timed_out(self, load: int, waited: float) -> float | None:
+        """An attempt abandoned after `waited` seconds (--timeout) with `load` in flight: the most in flight that
+        the rate seen lately answers within the target; None before any answer (no rate to go by)."""
+        rate = self.rate
+        if rate is None:
+            return None
+        if waited > 0 and load >= 1:  # load / waited bounds the rate from above (the answer would have come later)
+            rate = min(rate, load / waited)
+        return max(1.0, rate * self.target())

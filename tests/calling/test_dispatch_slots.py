@@ -1,0 +1,129 @@
+"""Dispatch's default settings against a server that computes a few requests at once and queues the rest (issue 42),
+on a virtual clock (tests/virtual_clock.py: exact, whatever the machine's load).
+
+Before issue 42 the window started at --concurrency's 128 and only a 429 cut it: against one slot and 2 s a request,
+the last of the first 128 waited 256 s, past the 120 s --timeout, were abandoned and sent again (llama.cpp computes
+a started request to the end for nobody), and a timeout never shrank the window. Now a run must get every answer at
+the first attempt (no timeout, nothing computed for nobody), keep the server busy (>= 95 % of what its slots
+serve), and settle near what it serves at once; where the server states its slots, send no more than those and a
+quarter from the first request; and against a server that does not queue, jitter must not hold the window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from harness.calling.congestion import QUEUE_K
+from harness.calling.dispatch import complete_all
+from harness.calling.limiter import QUEUED_SHARE
+from harness.calling.options import DispatchOptions, DispatchStats, RetryPolicy
+from harness.types import Request
+from tests.calling.test_dispatch_limits import on_virtual_clock
+from tests.fake_slots import SlotBackend
+from tests.virtual_clock import VirtualClockLoop, run_virtual
+
+N = 300
+
+
+def lim(stats: DispatchStats) -> dict[str, Any]:
+    assert stats.limiter is not None
+    return stats.limiter
+
+
+def run(backend: SlotBackend, n: int = N, timeout: float = 120.0) -> DispatchStats:
+    stats = DispatchStats()
+    requests = [Request(str(i), f"Sentence 1: item {i}. Output:") for i in range(n)]
+    done = complete_all(backend, requests, options=DispatchOptions(retry=RetryPolicy(timeout=timeout)), stats=stats)
+    assert stats.errors == 0 and len(done) == n
+    return stats
+
+
+def batched(base: float) -> Callable[[int], float]:
+    """A CPU shared by the batch: each busy slot slows every one by a quarter (4 slots: 1.75x, 2.3x the answers)."""
+    return lambda busy: base * (1 + 0.25 * (busy - 1))
+
+
+CASES = {  # name: (slots, seconds a request, --timeout)
+    "1 slot, 2 s, defaults (the issue's llama.cpp run)": (1, 2.0, 120.0),
+    "1 slot, 0.5 s, --timeout 15 (the issue's livelock)": (1, 0.5, 15.0),
+    "4 slots, 3 s, defaults": (4, 3.0, 120.0),
+    "4 slots batched, 1 s + a quarter per busy slot": (4, batched(1.0), 120.0),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_queueing_server_gets_every_answer_at_the_first_attempt_and_is_kept_busy(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_virtual_clock(monkeypatch)
+    slots, service, timeout = CASES[case]
+    backend = SlotBackend(slots, service)  # type: ignore[arg-type]
+    stats = run(backend, timeout=timeout)
+    server, limiter = backend.server, stats.limiter
+    assert limiter is not None
+    assert stats.attempts == N and stats.retries == 0 and limiter["timed_out"] == 0, (case, limiter)
+    assert server.wasted == 0 and server.dropped == 0 and server.served == N
+    # Kept busy: answers a second against what S slots serve when all are busy (the batched case: 4 / 1.75 s).
+    full = server.service(slots)
+    assert backend.first_sent is not None
+    rate = N / (backend.last_answer - backend.first_sent)
+    assert rate >= 0.95 * slots / full, (case, rate, slots / full)
+    # Settled near what it serves at once (a few service times' worth queued, not 128), and no request came near
+    # its timeout: the slowest answer within half of it (slow start's first overshoot included).
+    assert limiter["final_window"] <= 3 * QUEUE_K * slots, (case, limiter)
+    assert max(backend.latencies) <= timeout / 2, (case, max(backend.latencies))
+    assert limiter["queued"] > 0 and limiter["server_slots"] is None
+
+
+def test_a_server_that_states_its_slots_gets_those_and_a_quarter_from_the_first_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    on_virtual_clock(monkeypatch)
+    backend = SlotBackend(4, 3.0, states=True)
+    stats = run(backend)
+    assert lim(stats)["server_slots"] == 4 and lim(stats)["ceiling"] == 4 + math.ceil(QUEUED_SHARE * 4)
+    assert backend.server.max_waiting == math.ceil(QUEUED_SHARE * 4)  # never more than one queued at the server
+    assert stats.attempts == N and backend.server.wasted == 0
+    assert backend.first_sent is not None
+    assert N / (backend.last_answer - backend.first_sent) >= 0.95 * 4 / 3.0
+
+
+def test_jitter_without_queueing_does_not_hold_the_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An API that computes everything at once, each answer after 0.2-2 s at random (a tenfold spread): no answer
+    queues, so the window reaches --concurrency and stays there, whatever the slow ones took."""
+    n = 3000
+    best = fixed_rate(SlotBackend(10_000, jitter(random.Random(42))), n, 128)
+    on_virtual_clock(monkeypatch)
+    backend = SlotBackend(10_000, jitter(random.Random(42)))
+    stats = run(backend, n=n)
+    assert lim(stats)["final_window"] == 128 and lim(stats)["lowest_window"] == 128
+    assert lim(stats)["queued"] == 0 and backend.server.max_waiting == 0
+    assert backend.first_sent is not None  # and the answers came as fast as 128 kept in flight bring them
+    assert n / (backend.last_answer - backend.first_sent) >= 0.95 * best
+
+
+def jitter(draw: random.Random) -> Callable[[int], float]:
+    return lambda busy: draw.uniform(0.2, 2.0)
+
+
+def fixed_rate(backend: SlotBackend, n: int, concurrency: int) -> float:
+    """Answers a second with `concurrency` requests kept in flight, no limiter: a fixed --concurrency's best."""
+
+    async def scenario(loop: VirtualClockLoop) -> float:
+        todo = deque(Request(str(i), "x") for i in range(n))
+
+        async def worker() -> None:
+            while todo:
+                await backend.send(todo.popleft())
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return n / loop.time()
+
+    return run_virtual(scenario)

