@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main
-from harness.datasets.load import load_dataset
+from harness.datasets.choose import load_dataset
 from harness.variants.case_inputs import TABLE1_SETTINGS, sides, vector_texts
 from tests.servers.llama_server_bin import MINILM_GGUF, llama_server, requires_llama_server, requires_minilm_gguf
 from tests.servers.transformers_serve import Server

@@ -127,7 +127,9 @@ def test_a_407_on_an_http_base_url_stops_the_run_naming_the_proxy_and_echoes_no_
     assert err.count("\n") == 1 and err.startswith("error: openai model 'm': proxy authentication required (HTTP 407)")
     assert "bad_request" not in err and "credentials refused: ['Basic [redacted]'] ([redacted]?)" in err
     assert PROXY_PASSWORD not in err and TOKEN not in err
-    assert len(proxy.seen) == 1  # every request would get it: the run stopped at the first
+    # Every request would get it: the run stopped at the first (after the one GET of the server's /props, which
+    # asks a --base-url server how many requests it serves at once: calling/backends/provider.py capacity)
+    assert [s.split()[0] for s in proxy.seen] == ["GET", "POST"] and proxy.seen[0].split()[1].endswith("/props")
     assert files_holding(tmp_path, (KEY, PROXY_PASSWORD, TOKEN)) == {}
 
 
