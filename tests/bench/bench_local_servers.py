@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,7 +40,7 @@ from harness.calling.backends.openai import OpenAIBackend  # noqa: E402
 from harness.calling.dispatch import complete_all  # noqa: E402
 from harness.calling.options import DispatchOptions, DispatchStats  # noqa: E402
 from harness.types import Request  # noqa: E402
-from tests.servers.transformers_serve import free_port  # noqa: E402
+from tests.servers.llama_server_bin import llama_server as started  # noqa: E402
 
 TIMEOUT = 120.0  # --timeout's default
 WORDS = "a small girl paints a wooden fence near the river while her dog sleeps in the shade".split()  # noqa: SIM905
@@ -150,30 +149,9 @@ def fake_server(latency: float, slots: int, props: bool) -> Iterator[str]:
 @contextmanager
 def llama_server(binary: str, gguf: Path, slots: int, threads: int, workdir: Path) -> Iterator[str]:
     """llama.cpp's own server, `--parallel slots`, a context of 512 tokens a slot, on a free port."""
-    port = free_port()
-    log = workdir / f"llama-{slots}.log"
-    command = [binary, "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port), "--parallel", str(slots),
-               "-c", str(512 * slots), "--threads", str(threads), "--no-webui", "-a", "bench"]  # fmt: skip
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"llama-server exited: {log.read_text(errors='replace')[-1500:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit(f"llama-server did not answer in 120 s (log: {log})")
-            time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    args = ("--parallel", str(slots), "-c", str(512 * slots), "-a", "bench")
+    with started(gguf, workdir, *args, threads=threads, binary=binary) as server:
+        yield server.base_url
 
 
 def main() -> None:

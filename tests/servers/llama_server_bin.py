@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.servers.transformers_serve import Server, _stop, free_port
+from tests.servers.transformers_serve import Server, free_port, serving
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "csts-harness"
 BINARY = Path(os.environ.get("LLAMA_SERVER", CACHE / "bin" / "llama-server"))
@@ -39,29 +36,14 @@ requires_minilm_gguf = pytest.mark.skipif(
 
 
 @contextlib.contextmanager
-def llama_server(gguf: Path, workdir: Path, *args: str, threads: int = 1) -> Iterator[Server]:
-    """`llama-server -m GGUF ARGS` on a free port, answering /health; stopped on exit."""
+def llama_server(
+    gguf: Path, workdir: Path, *args: str, threads: int = 1, binary: Path | str = BINARY
+) -> Iterator[Server]:
+    """`llama-server -m GGUF ARGS` on a free port, answering /health; stopped on exit (transformers_serve.serving)."""
     port = free_port()
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / f"llama-server-{port}.log"
-    command = [str(BINARY), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port), "--threads", str(threads),
+    command = [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port", str(port), "--threads", str(threads),
                "--no-webui", *args]  # fmt: skip
-    with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"llama-server exited with {process.returncode}:\n{log.read_text()[-2000:]}")
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r,
-            ):
-                if r.status == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"llama-server did not answer within {START_TIMEOUT_S} s (log: {log})")
-            time.sleep(0.5)
-        yield Server(f"http://127.0.0.1:{port}/v1", log, process.pid)
-    finally:
-        _stop(process)
+    with serving(command, dict(os.environ), port, log, "llama-server", START_TIMEOUT_S) as server:
+        yield server
