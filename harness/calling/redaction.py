@@ -2,7 +2,7 @@
 its Proxy-Authorization, in any string of its reply, the `model` and `finish_reason` fields included, and not only
 as it was sent.
 
-The backends know the secrets (the key, the proxy's credentials and those in a --base-url: http.py `route_secrets`)
+The backends know the secrets (the key, the proxy's credentials and those in a --base-url: transport.py `route_secrets`)
 and apply `redact` to every message they build and `redact_completion` to every reply where it enters
 (`completion_from`); dispatch applies `redact_completion` again to every Completion it hands on (errors built from
 messages, answers from the cache). A secret is redacted in every form the harness can know of (`_pattern`): as sent,
@@ -24,7 +24,7 @@ from typing import Any
 from harness.types import Completion
 
 PLACEHOLDER_KEY = "EMPTY"  # sent to your own server (--base-url) when no key is set; never redacted
-Secrets = str | Sequence[str] | None  # the API key, or the key and the proxy's credentials (http.py route_secrets)
+Secrets = str | Sequence[str] | None  # the API key, or the key and the proxy's credentials (transport.py route_secrets)
 REDACTED = "[redacted]"
 # Every string a server puts in a Completion: the harness stores them (cache, samples.jsonl) and shows them (runs.csv,
 # report.md, the report's page, warning lines).

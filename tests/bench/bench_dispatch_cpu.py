@@ -10,7 +10,7 @@ aiohttp and the kernel (that benchmark's noise, +-10 % on a shared machine, hide
   attempts.py, limiter.py, cache.py. Process CPU time around `complete_all`, 128 in flight.
 - send: what the OpenAI backend's `send` costs a request (the body, its encoding in the SDK's key order, the
   route, error mapping, reading the reply into a Completion, redaction) over a Link whose `request` returns a
-  canned Chat Completions reply at once: harness/calling/backends/provider.py, http.py, openai.py, reading.py.
+  canned Chat Completions reply at once: harness/calling/backends/provider.py, transport.py, openai.py, reading.py.
   Process CPU time around the sends, one after another.
 """
 

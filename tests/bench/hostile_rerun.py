@@ -23,8 +23,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.calling.test_bounded_transport import Redirector
 from tests.calling.test_hostile_replies import Hostile, first_logprobs, unquote
+from tests.calling.test_transport_bounded import Redirector
 from tests.fake_server import FakeServer
 
 N = 12
@@ -128,7 +128,7 @@ def memory(how: str) -> None:
 
     server = subprocess.Popen(
         [sys.executable, "-c", f"import sys, time; sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r});"
-         f"from tests.calling.test_bounded_transport import Big; s = Big({how!r}, size=300 * 1024 * 1024);"
+         f"from tests.calling.test_transport_bounded import Big; s = Big({how!r}, size=300 * 1024 * 1024);"
          "s.__enter__(); print(s.port, flush=True); time.sleep(600)"],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip

@@ -11,8 +11,15 @@ from typing import Any
 import pytest
 
 from harness.calling.backends.base import MalformedReply, NotAnAnswer, PermanentError, RetryableError
-from harness.calling.backends.http import Received
-from harness.calling.backends.reading import TOO_DEEP, TOO_LARGE, UNREADABLE, holds, read_reply, reported_error
+from harness.calling.backends.reading import (
+    TOO_DEEP,
+    TOO_LARGE,
+    UNREADABLE,
+    Received,
+    holds,
+    read_reply,
+    reported_error,
+)
 from harness.calling.redaction import REDACTED
 from harness.types import Completion, RateLimit
 

@@ -1,5 +1,5 @@
 """What a server says it computes at once (llama.cpp's GET /props `total_slots`, issue 42), read over HTTP by the
-OpenAI backend (harness/calling/backends/http.py `Route.slots`) and used by dispatch's limiter: a run against a
+OpenAI backend (harness/calling/backends/transport.py `Route.slots`) and used by dispatch's limiter: a run against a
 server that states 2 slots never has more than those and one more in flight; a server that states nothing, or
 something that is no count of slots, is watched instead (tests/calling/test_dispatch_slots.py)."""
 

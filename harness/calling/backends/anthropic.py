@@ -112,7 +112,7 @@ class AnthropicBackend(HTTPBackend):
         }
 
     def sdk_call(self, body: dict[str, Any]) -> Callable[[AsyncAnthropic], Awaitable[Any]]:
-        """The SDK's own typed call for this body, run once per base URL by http.capture.
+        """The SDK's own typed call for this body, run once per base URL by transport.py `capture`.
         This SDK's messages.create has no temperature argument: it travels in extra_body, and so goes last."""
         fields = {k: v for k, v in body.items() if k != "temperature"}
         extra = {"temperature": body["temperature"]} if "temperature" in body else None

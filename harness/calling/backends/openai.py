@@ -22,12 +22,12 @@ from openai import AsyncOpenAI
 
 from harness.calling.backends.base import MalformedReply, NotAnAnswer, PermanentError, reply_usage, usage_count
 from harness.calling.backends.choose import described
-from harness.calling.backends.http import Route
-from harness.calling.backends.http_errors import ErrorReply
 from harness.calling.backends.openai_logprobs import logprob_fields, score_probs_from
 from harness.calling.backends.openai_names import default_chat  # shared with --dry-run
 from harness.calling.backends.provider import HTTPBackend
+from harness.calling.backends.reading import ErrorReply
 from harness.calling.backends.thinking import thinking_for
+from harness.calling.backends.transport import Route
 from harness.calling.redaction import redact
 from harness.scoring.constrained import gbnf, response_format
 from harness.types import Completion, HarnessError, RateLimit, Request
@@ -155,7 +155,7 @@ class OpenAIBackend(HTTPBackend):
         )
 
     def sdk_call(self, body: dict[str, Any]) -> Callable[[AsyncOpenAI], Awaitable[Any]]:
-        """The SDK's own typed call for this body, run once per base URL by http.capture."""
+        """The SDK's own typed call for this body, run once per base URL by transport.py `capture`."""
         # Fields the SDK's create() does not name travel in extra_body: a server's chat_template_kwargs (reasoning
         # switch) and, with --constrain on a compatible server, llama.cpp's grammar (and response_format on raw).
         untyped = {"chat_template_kwargs", "grammar"} | (set() if self.chat else {"response_format"})

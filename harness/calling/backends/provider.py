@@ -2,9 +2,9 @@
 
 `HTTPBackend` holds what OpenAI-style and Anthropic-style calling share: the configuration sections a backend
 takes (settings.py `ApiOptions`, and `Decoding`, the run's decoding fields), one Route per base URL (the SDK
-client that makes the request template, and the aiohttp session every request goes through: http.py,
-transport.py), the least busy route per attempt, the key and the proxy's credentials to redact, errors mapped
-onto the retry policy (http_errors.py `sdk_errors`), a 200 reply read without ever losing it (reading.py) and turned
+client that makes the request template, and the aiohttp session every request goes through: transport.py, the
+wire), the least busy route per attempt, the key and the proxy's credentials to redact, errors mapped onto the
+retry policy (reading.py `sdk_errors`), a 200 reply read without ever losing it (reading.py) and turned
 into a Completion with the key redacted (`answer`). A provider says how a request becomes a body (`body`), how a
 reply becomes an answer (`completion_from`), and either which SDK call makes its requests (`sdk`, `client`,
 `sdk_call`) or, without an SDK, its `endpoint` and `headers` (a plain JSON POST). Its batch endpoint, if any, is
@@ -21,16 +21,9 @@ from typing import Any, Self
 import httpx2
 
 from harness.calling.backends.base import Decoding, RemoteBackend, clean_reply
-from harness.calling.backends.http import (
-    Route,
-    open_routes,
-    plain_routes,
-    route_secrets,
-)
-from harness.calling.backends.http_errors import ErrorReply, reply_error, sdk_errors
-from harness.calling.backends.pool import ClientPool
-from harness.calling.backends.reading import read_reply
+from harness.calling.backends.reading import ErrorReply, read_reply, reply_error, sdk_errors
 from harness.calling.backends.thinking import Thinking
+from harness.calling.backends.transport import ClientPool, Route, open_routes, plain_routes, route_secrets
 from harness.calling.redaction import redact_completion
 from harness.config.settings import ApiOptions, RunConfig
 from harness.types import Completion, RateLimit, Request, Usage

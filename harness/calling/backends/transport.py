@@ -1,8 +1,17 @@
-"""Every HTTP request the API backends make, on one library: one aiohttp session per base URL.
+"""The wire: every HTTP request the API backends make, on one library, aiohttp, one session per base URL (a Route,
+several behind one backend); what a request sends is what the provider's SDK would send, captured once.
 
-The lean path (harness/calling/backends/http.py) posts the SDK's own body bytes through `Link.session`; the SDKs'
-typed calls (Batch APIs, embeddings) reach the same session through `SDKTransport`, an httpx transport the SDK
-client is given. So every request meets the same rules, the ones the SDKs' httpx follows:
+Why not the SDKs' own `create()` for every request: their typed call spends 2-3 ms of CPU per request on its typed
+request transform and on building pydantic response objects, which caps a run at a few hundred requests a second on
+two cores, far below what `vllm serve` with data parallelism answers (issue 12). So the SDK keeps what it is good at
+and does it once per base URL: `capture` runs the SDK's own `create()` against an in-memory transport and keeps the
+URL, every header (auth, API version, user agent, the SDK's platform headers) and the body's key order it produced.
+Each request then posts `json.dumps(body)` with the SDK's own encoding settings, in that key order, with those
+headers, through the base URL's `Link`: the server receives the bytes the SDK would have sent
+(tests/calling/test_transport_lean.py compares them). An error status is raised as reading.py's `ErrorReply`, a 200
+returned as its `Received`, both read there (harness/calling/backends/reading.py). The SDKs' typed calls (Batch
+APIs, embeddings) reach the same session through `SDKTransport`, an httpx transport the SDK client is given. So
+every request meets the same rules, the ones the SDKs' httpx follows:
 
 - Certificates: certifi's bundle (as the SDKs use), or `SSL_CERT_FILE` / `SSL_CERT_DIR` when set.
 - Proxies: `HTTPS_PROXY` / `HTTP_PROXY` for their scheme, else `ALL_PROXY`, unless `NO_PROXY` names the host
@@ -14,32 +23,61 @@ client is given. So every request meets the same rules, the ones the SDKs' httpx
   is reached on its second, and a dead one is known in seconds, not after the whole --timeout.
 - The pool: no cap of aiohttp's own (its default, 100, would queue requests that dispatch's limiter already let
   go at --concurrency 128): the limiter is the one ceiling, so the pool holds at most --concurrency connections.
+  With several base URLs each attempt goes to the least busy one (`ClientPool`).
 
 `connection_error` turns aiohttp's failures into our retry policy, and names the fix for the permanent ones.
+
+What a server can make the wire do is bounded (issue 30):
+
+- A reply body is read up to a cap (--max-reply-mb, settings.py `ApiOptions.max_reply_mb`), counted after
+  decompression: a score takes a few bytes and a long thought with log-probabilities a few MB, but a 300 MB body
+  took 700 MB of memory, and so did a 0.3 MB gzip that inflates to it. aiohttp inflates a compressed body in
+  bounded steps as it is read, so stopping the read at the cap bounds the memory too. A 200 reply over the cap is
+  kept as a malformed answer, reason too-large, its first bytes stored (reading.py); an error reply's first bytes
+  still say what went wrong.
+- A request with a body (the prompt: possibly C-STS text) follows a 307/308 only on its own host and port (or up
+  from http to https on that host): a redirect to another host would send that host the prompt and score its
+  answer, so it is refused, and the run stops saying where it was sent. Other redirects of a POST are not followed
+  (aiohttp would turn them into a GET without the body): they are the error replies they are.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
+import json
 import os
 import socket
 import ssl
 import urllib.request
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import aiohttp
 import certifi
 import httpx2  # the SDKs' own HTTP library (openai>=3, anthropic>=1: pyproject.toml)
 import yarl
+from multidict import CIMultiDict
 
 from harness.calling.backends.base import PermanentError, RetryableError, Unreachable
-from harness.calling.backends.bounded import MAX_REDIRECTS, read_capped, same_host_redirect
+from harness.calling.backends.reading import ErrorReply, Received
+from harness.calling.limits import rate_limit
+from harness.calling.redaction import secrets_of, url_secrets
 from harness.config.settings import ApiOptions
 
 CONNECT_TIMEOUT = 10.0  # seconds for one connection attempt (DNS, TCP through happy eyeballs, TLS)
-MAX_REPLY_MB = ApiOptions.max_reply_mb  # the most MB of one reply body read, decompressed (bounded.py)
+MAX_REPLY_MB = ApiOptions.max_reply_mb  # the most MB of one reply body read, decompressed (read_capped)
 HAPPY_EYEBALLS_DELAY = 0.25  # RFC 8305's recommended "connection attempt delay"
+MAX_REDIRECTS = 5  # 307/308 hops on the same host before the last reply is taken as it is
+CHUNK = 65536
+# Set by the sending library for every request: a captured value would be wrong (length), redundant, or (encoding)
+# offer what aiohttp cannot decode; aiohttp offers the encodings it reads.
+_TRANSPORT_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "accept-encoding", "connection"})
+LISTING_TIMEOUT = 10.0  # seconds for GET /models, asked only to explain a 404
+PROPS_TIMEOUT = 5.0  # seconds for GET /props (a server's slots), asked once before a run against --base-url
+MAX_SLOTS = 65_536  # a larger `total_slots` is no number a server computes at once: not read
 CERT_FIX = (
     "if the server's certificate is signed by a CA of your own (a company proxy, a local server), "
     "point SSL_CERT_FILE at that CA's PEM file (certifi's bundle is used otherwise)"
@@ -82,6 +120,47 @@ def proxy_for(url: str) -> yarl.URL | None:
     return proxy
 
 
+class ReplyTooLarge(Exception):
+    """A reply body over the cap: its status, headers and the bytes read before the cap."""
+
+    def __init__(self, status: int, headers: Mapping[str, str], head: bytes, cap: int, why: str) -> None:
+        super().__init__(f"the reply's body is over {cap / 1024 / 1024:g} MB ({why}); --max-reply-mb raises the cap")
+        self.status, self.headers, self.head = status, headers, head
+
+
+async def read_capped(response: aiohttp.ClientResponse, cap: int) -> bytes:
+    """The body, decoded, never more than `cap` bytes of it held (ReplyTooLarge past that)."""
+    length = response.content_length
+    if length is not None and length <= cap and not response.headers.get("Content-Encoding"):
+        return await response.read()  # the common case: a short, plain body of a declared length
+    body = bytearray()
+    async for chunk in response.content.iter_chunked(CHUNK):
+        body += chunk
+        if len(body) > cap:
+            raise ReplyTooLarge(response.status, response.headers, bytes(body[:cap]), cap, "it goes on past that")
+    return bytes(body)
+
+
+def same_host_redirect(url: str | yarl.URL, response: aiohttp.ClientResponse) -> yarl.URL | None:
+    """Where a 307/308 reply to a request with a body may be followed: on the same host; None for any other reply.
+    A redirect to another host (or from https to http) raises a PermanentError that stops the run."""
+    location = response.headers.get("Location")
+    if response.status not in (307, 308) or not location:
+        return None
+    source = yarl.URL(url) if isinstance(url, str) else url
+    target = source.join(yarl.URL(location))
+    same_host = (target.host or "").lower() == (source.host or "").lower()
+    upgrade = source.scheme == "http" and target.scheme == "https"  # http -> https on the host: its default port
+    if same_host and ((target.port == source.port and target.scheme == source.scheme) or upgrade):
+        return target
+    response.release()
+    raise PermanentError(
+        f"{source.host} redirected the request (HTTP {response.status}) to {target.with_query(None)}: not followed, "
+        "as that would send the prompt to another host; if that is the server you mean, give it as --base-url",
+        fatal=True,
+    )
+
+
 class Link:
     """One base URL's aiohttp session (made inside the event loop that uses it), its proxy, whether it ever
     answered (a failure to reach a server that never answered may be permanent: `connection_error`)."""
@@ -92,7 +171,7 @@ class Link:
         # A request's whole time (the backend's --timeout); the SDKs' typed calls pass their own (SDKTransport).
         connect = CONNECT_TIMEOUT if timeout is None else min(CONNECT_TIMEOUT, timeout)
         self.timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=connect)
-        # What dispatch sends (http.py Route.call) it bounds itself, each attempt by --timeout (attempts.py):
+        # What dispatch sends (Route.call below) it bounds itself, each attempt by --timeout (attempts.py):
         # aiohttp times only the connection there, not the whole request a second time.
         self.attempt_timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect)
         self.answered = False  # any HTTP reply at all, error statuses included
@@ -139,7 +218,7 @@ class Link:
         session = self.session
         if self._proxy_headers is not None and not self._tunnel:
             headers = {**headers, **self._proxy_headers}
-        # A request with a body (the prompt) follows no redirect blindly: same_host_redirect (bounded.py) lets it
+        # A request with a body (the prompt) follows no redirect blindly: same_host_redirect (above) lets it
         # follow a 307/308 on its own host and refuses one to another host, which would be sent the prompt.
         try:
             for hop in range(MAX_REDIRECTS + 1):
@@ -232,8 +311,7 @@ class SDKTransport(httpx2.AsyncBaseTransport):
     """The SDKs' typed calls (Batch APIs, embeddings) over a Link's session: same certificates, proxy and pool.
     Failures are raised as our own errors; the SDK wraps them (APIConnectionError, their __cause__)."""
 
-    # Framing and encoding are the sending library's: aiohttp sets them for what it sends and decodes.
-    _HOP = frozenset({"host", "content-length", "transfer-encoding", "accept-encoding", "connection"})
+    _HOP = _TRANSPORT_HEADERS  # framing and encoding are the sending library's: aiohttp sets what it sends, decodes
 
     def __init__(self, link: Link) -> None:
         self.link = link
@@ -271,3 +349,214 @@ class _Body(httpx2.AsyncByteStream):
 
     async def aclose(self) -> None:
         self.response.release()
+
+
+@dataclass(frozen=True)
+class Template:
+    """What the SDK sends to one base URL, captured once: the URL, the headers, the body's key order."""
+
+    url: str
+    headers: Mapping[str, str]
+    order: tuple[str, ...]
+
+    def encode(self, body: Mapping[str, Any]) -> bytes:
+        """The body as the SDK encodes it (openai/_utils/_json.py `openapi_dumps`: compact separators, UTF-8
+        kept as is, no NaN), its keys in the SDK's order; keys the template did not have go last."""
+        ordered = {k: body[k] for k in self.order if k in body}
+        if len(ordered) != len(body):
+            ordered.update((k, v) for k, v in body.items() if k not in ordered)
+        return json.dumps(ordered, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+class _Captured(Exception):
+    """Raised by capture's in-memory transport once it has the request."""
+
+
+async def capture(client: Any, create: Callable[[Any], Awaitable[Any]]) -> Template:
+    """Run `create(sdk_client)` (the SDK's plain typed call: `with_raw_response` would add a header of its own)
+    once against an in-memory transport and keep what the SDK would send."""
+    seen: list[httpx2.Request] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        raise _Captured  # nothing to answer: the SDK would build (and validate) a typed reply for nothing
+
+    mock = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
+    try:
+        await create(client.with_options(http_client=mock))
+    except Exception:
+        if not seen:  # the SDK refused before sending: a real error, the caller's to report
+            raise
+        # else: the SDK reports the stand-in's exception as a connection error; what it sent is all we wanted
+    finally:
+        await mock.aclose()
+    request = seen[0]
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in _TRANSPORT_HEADERS}
+    order = tuple(json.loads(request.content)) if request.content else ()
+    return Template(str(request.url), headers, order)
+
+
+class Route:
+    """One base URL: its SDK client (for the template, and the SDK's typed calls), its Link (the aiohttp
+    session every request goes through)."""
+
+    def __init__(self, client: Any, link: Link, template: Template | None = None) -> None:
+        self.client = client  # None: a provider without an SDK, whose `template` is given
+        self.link = link
+        self.template = template
+        self._capturing: asyncio.Future[Template] | None = None
+        self._target = yarl.URL(template.url, encoded=True) if template else yarl.URL()
+        self._headers: CIMultiDict[str] = CIMultiDict(template.headers if template else {})
+
+    async def prepare(self, create: Callable[[Any], Awaitable[Any]]) -> Template:
+        """The template, captured by the first caller while the others wait for it."""
+        if self.template is not None:
+            return self.template
+        if self._capturing is None:
+            self._capturing = asyncio.get_running_loop().create_future()
+            try:
+                template = await capture(self.client, create)
+            except BaseException as e:
+                self._capturing.set_exception(e)
+                self._capturing.exception()  # retrieved here: a failed capture is raised to every waiter
+                self._capturing = None
+                raise
+            self._target = yarl.URL(template.url, encoded=True)  # parsed once, not per request
+            self._headers = CIMultiDict(template.headers)
+            self.template = template
+            self._capturing.set_result(template)
+            return template
+        return await asyncio.shield(self._capturing)
+
+    async def call(
+        self, body: Mapping[str, Any], create: Callable[[], Callable[[Any], Awaitable[Any]] | None]
+    ) -> Received:
+        """Post `body` (capturing the template with the SDK call `create()` makes, the first time only): the
+        reply's body, unread (the backend reads it with reading.py `read_reply`, which never loses it), and what
+        its rate-limit headers said. An error status is raised as ErrorReply."""
+        template = self.template
+        if template is None:
+            sdk_call = create()
+            assert sdk_call is not None, "a route without a template captures one from its SDK"
+            template = await self.prepare(sdk_call)
+        try:
+            status, headers, content = await self.link.request(
+                "POST", self._target, self._headers, template.encode(body), self.link.attempt_timeout
+            )
+        except ReplyTooLarge as e:  # an error's message is in its first bytes; an answer is kept as malformed
+            if e.status >= 300:
+                raise ErrorReply(template.url, e.status, e.headers, e.head) from None
+            return Received(e.head, rate_limit(e.headers), str(e))
+        if status >= 300:
+            raise ErrorReply(template.url, status, headers, content)
+        return Received(content, rate_limit(headers))
+
+    async def models(self) -> list[str] | None:
+        """The model names the server lists at GET /models, None when it lists none (or cannot be asked): a hint
+        for an error message, never a gate (servers list names differently from what they accept)."""
+        headers = {k: v for k, v in self._headers.items() if k.lower() != "content-type"}
+        url = self.link.base_url.rstrip("/") + "/models"
+        try:
+            status, _, content = await self.link.request(
+                "GET", url, headers, None, aiohttp.ClientTimeout(total=LISTING_TIMEOUT)
+            )
+            data = json.loads(content).get("data") if status == 200 else None
+            return [m["id"] for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)] if data else None
+        except (RetryableError, PermanentError, ValueError, AttributeError, TypeError):
+            return None
+
+    async def slots(self) -> int | None:
+        """How many requests the server computes at once, where it says: llama.cpp's server answers GET /props (at
+        its root, beside /v1) with `total_slots`, its --parallel. None for any other reply, or none in PROPS_TIMEOUT:
+        a server that does not say is watched instead (harness/calling/congestion.py)."""
+        url = yarl.URL(self.link.base_url.rstrip("/"))
+        root = url.with_path(url.path.removesuffix("/v1").rstrip("/") + "/props")
+        headers = {k: v for k, v in self._headers.items() if k.lower() != "content-type"}
+        try:
+            status, _, content = await self.link.request(
+                "GET", root, headers, None, aiohttp.ClientTimeout(total=PROPS_TIMEOUT)
+            )
+            slots = json.loads(content).get("total_slots") if status == 200 else None
+        except (RetryableError, PermanentError, ReplyTooLarge, ValueError, AttributeError, TypeError, RecursionError):
+            return None
+        return slots if type(slots) is int and 1 <= slots <= MAX_SLOTS else None
+
+    async def aclose(self) -> None:
+        await self.link.aclose()
+        if self.client is not None:
+            await self.client.close()
+
+
+def open_routes(
+    urls: Sequence[str | None],
+    timeout: float,
+    make_client: Callable[[str | None, httpx2.AsyncClient], Any],
+    max_reply_mb: float = MAX_REPLY_MB,
+) -> list[Route]:
+    """One Route per base URL (None: the SDK's default): `make_client(url, http_client)` builds the SDK client
+    on an httpx client whose transport is the Route's aiohttp session, so the SDK's own calls go there too."""
+    routes = []
+    for url in urls:
+        link = Link(url or "", timeout, max_reply_mb)
+        client = make_client(url, httpx2.AsyncClient(transport=SDKTransport(link), follow_redirects=True))
+        link.base_url = str(client.base_url)  # as the SDK resolved it (OPENAI_BASE_URL & co.)
+        routes.append(Route(client, link))
+    return routes
+
+
+def plain_routes(
+    urls: Sequence[str], timeout: float, endpoint: str, headers: Mapping[str, str], max_reply_mb: float = MAX_REPLY_MB
+) -> list[Route]:
+    """One Route per base URL for a provider without an SDK: `headers` and the body as given, to url + endpoint."""
+    routes = []
+    for url in urls:
+        template = Template(url.rstrip("/") + endpoint, {"Content-Type": "application/json", **headers}, ())
+        routes.append(Route(None, Link(url, timeout, max_reply_mb), template))
+    return routes
+
+
+def route_secrets(key: str, routes: Sequence[Route]) -> tuple[str, ...]:
+    """What a backend must redact: its API key and, where a route's proxy URL carries credentials, every form a
+    proxy may echo back (the password, `user:password`, the Proxy-Authorization token `Link` sends), and the
+    credentials a base URL carries (`?api-key=`, `https://user:pass@host`: redaction.py `url_secrets`)."""
+    found = [key]
+    for route in routes:
+        found += url_secrets(route.link.base_url)
+        try:
+            proxy = proxy_for(route.link.base_url)
+        except PermanentError:
+            continue  # an unusable proxy: the first request says so, and nothing was sent to it
+        if proxy is None or proxy.user is None:
+            continue
+        password = proxy.password or ""
+        token = aiohttp.encode_basic_auth(proxy.user, password).removeprefix("Basic ")
+        found += [password, proxy.raw_password or "", f"{proxy.user}:{password}", token]
+    return secrets_of(found)
+
+
+C = TypeVar("C")
+
+
+class ClientPool(Generic[C]):
+    """One SDK client per base URL; each attempt leases the least busy one (round-robin among equals)."""
+
+    def __init__(self, clients: Sequence[C]) -> None:
+        self.clients = list(clients)
+        self._in_flight = [0] * len(self.clients)
+        self._turn = 0
+
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[C]:
+        n = len(self.clients)
+        start, self._turn = self._turn, (self._turn + 1) % n
+        i = min(((start + k) % n for k in range(n)), key=lambda j: self._in_flight[j])
+        self._in_flight[i] += 1
+        try:
+            yield self.clients[i]
+        finally:
+            self._in_flight[i] -= 1
+
+    async def aclose(self) -> None:
+        """Close every client (inside the event loop that used them)."""
+        for c in self.clients:
+            await c.close()  # type: ignore[attr-defined]

@@ -94,7 +94,7 @@ class BatchProvider:
         self.key = backend.secrets
 
     def errors(self) -> AbstractContextManager[None]:
-        """The SDK's exceptions mapped as the one-by-one path maps them (harness/calling/backends/http.py)."""
+        """The SDK's exceptions mapped as the one-by-one path maps them (backends/reading.py `sdk_errors`)."""
         errors: AbstractContextManager[None] = self.backend.errors()
         return errors
 

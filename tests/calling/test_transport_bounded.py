@@ -1,4 +1,4 @@
-"""Issue 30, items 6 and 7: what a server can make the transport do (harness/calling/backends/bounded.py). A reply
+"""Issue 30, items 6 and 7: what a server can make the wire do (harness/calling/backends/transport.py). A reply
 body is read up to --max-reply-mb after decompression (a plain body, a gzip bomb, a chunked stream); a POST is
 redirected only on its own host. The real openai SDK's bytes through our aiohttp transport, against 127.0.0.1."""
 

@@ -1,4 +1,4 @@
-"""The lean request path (harness/calling/backends/http.py) sends what the SDK's typed create() sends.
+"""The lean request path (harness/calling/backends/transport.py `Route`) sends what the SDK's typed create() sends.
 
 "Before" is the real openai / anthropic SDK's typed `create()` over its own default transport, as the backends
 sent every request until issue 12; "after" is `backend.send` (our aiohttp session). Both go to tests/fake_server.py
