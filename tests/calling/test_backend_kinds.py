@@ -73,6 +73,29 @@ def test_the_dry_run_asks_the_backends_own_output_budget(model: str, reasoning: 
     assert built.output_budget(request) == (777 if built.reasoning else 20)
 
 
+@pytest.mark.parametrize("name", [n for n, d in BACKENDS.items() if d.module and d.remote])
+@pytest.mark.parametrize("model", ["o3-mini", "qwen3-8b", "plain-model"])  # OpenAI's reasoning name, an open one
+@pytest.mark.parametrize("reasoning", [None, True, False])
+@pytest.mark.parametrize("chat", [None, True])
+@pytest.mark.parametrize("base_urls", [(), ("http://127.0.0.1:9/v1",)])
+def test_an_apis_own_reasoning_rule_is_the_one_its_line_states(
+    name: str,
+    model: str,
+    reasoning: bool | None,
+    chat: bool | None,
+    base_urls: tuple[str, ...],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An API's class states its reasoning rule (`thinking_rule`: a provider imports no table), its line states it for
+    --dry-run and --max-cost, which build nothing: the budgets the two give agree, for every remote line."""
+    d = BACKENDS[name]
+    monkeypatch.setenv(d.key_env or "", KEY)
+    api = ApiOptions(reasoning=reasoning, reasoning_tokens=777, base_urls=base_urls)
+    config = RunConfig(model=model, backend=name, chat=chat, api=api)
+    request = Request("1", "p", max_tokens=20)
+    assert output_budget(config, request) == make_backend(config).output_budget(request)
+
+
 def test_every_wired_module_builds_its_backend_and_nothing_else_is_wired() -> None:
     for name, d in BACKENDS.items():
         if d.module is not None:

@@ -1,5 +1,6 @@
-"""A toy provider for tests/calling/test_new_backend.py, written the way the README's "Adding a backend" says:
-this one module (a RemoteBackend and its `from_config`) plus one entry in harness/calling/backends BACKENDS.
+"""A toy provider for tests/calling/test_new_backend.py, written the way docs/extending.md "A new backend" says:
+this one module (a RemoteBackend and its `from_config(config, line)`) plus one entry in harness/calling/backends
+BACKENDS.
 
 It answers in-process, never over a network: the word overlap of the prompt's two sentences (what the offline
 `overlap` baseline answers, so a test can compare the two runs value for value), and bills one input token per
@@ -10,20 +11,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.calling.backends.base import RemoteBackend
-from harness.calling.backends.choose import backend_key, chat_mode
+from harness.calling.backends.base import RemoteBackend, api_key
+from harness.calling.backends.description import Description
 from harness.calling.backends.offline import overlap_score, query_pair
 from harness.config.settings import RunConfig
 from harness.datasets.choose import describe_dataset
 from harness.types import Completion, Request, Usage
 
 
-def from_config(config: RunConfig) -> ToyBackend:
+def from_config(config: RunConfig, line: Description) -> ToyBackend:
+    """Built from the run's settings and its own line of BACKENDS: the key its `key_env` names, its chat mode."""
+    assert line.key_env is not None
     return ToyBackend(
         config.model,
-        backend_key("toy", config.api.base_urls),
+        api_key(line.key_env, "toy", config.api.base_urls),
         describe_dataset(config.dataset).label_range,
-        chat=chat_mode(config),
+        chat=line.chat_mode(config),
         stop=config.stop,
     )
 

@@ -39,7 +39,7 @@ class ToyConfig(settings.RunConfig):
     )
 
 
-def from_config(config: ToyConfig) -> ToyScorer:
+def from_config(config: ToyConfig, line: Description) -> ToyScorer:
     """The one use: the stage that needs the setting reads it from the RunConfig it is given."""
     return ToyScorer(config.model, config.toy_answer)
 

@@ -23,7 +23,6 @@ import httpx2
 from anthropic import AsyncAnthropic
 
 from harness.calling.backends.base import MalformedReply, NotAnAnswer, reply_usage, usage_count
-from harness.calling.backends.choose import described
 from harness.calling.backends.provider import HTTPBackend
 from harness.calling.backends.thinking import thinking_for
 from harness.scoring.constrained import json_schema
@@ -47,6 +46,7 @@ class AnthropicBackend(HTTPBackend):
     name = "anthropic"
     endpoint = ENDPOINT
     sdk = anthropic
+    thinking_rule = "when-asked"  # extended thinking, only when asked
 
     def setup(self) -> None:
         if self.decoding.chat is False:
@@ -55,8 +55,7 @@ class AnthropicBackend(HTTPBackend):
             )
         api = self.api
         self.greedy = api.anthropic_greedy
-        style = described(self.name).thinking  # only when asked
-        self.thinking = thinking_for(style, self.model, api.reasoning, api.reasoning_tokens, True)
+        self.thinking = thinking_for(self.thinking_rule, self.model, api.reasoning, api.reasoning_tokens, True)
         self.constrain = self.decoding.constrain  # --constrain: the scale's integers, the forced tool's only input
 
     def client(self, api_key: str, url: str | None, http: httpx2.AsyncClient) -> AsyncAnthropic:

@@ -1,6 +1,7 @@
 """What a run's settings make of the backend table (harness/calling/backends/__init__.py BACKENDS): which backend
 a model name implies, the line that describes it, its chat mode, its reasoning, the checks of what it can do, and
-building it (`make_backend`, `make_embedding_backend`: the only places the table's modules are imported)."""
+building it (`make_backend`, `make_embedding_backend`: the only places the table's modules are imported, each
+given its line)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from harness.calling.backends import BACKENDS, Description
-from harness.calling.backends.base import Backend, Decoding, api_key
+from harness.calling.backends.base import Backend
 from harness.calling.backends.local_models import KNOWN_MODELS
 from harness.calling.backends.offline import OFFLINE_MODELS
 from harness.calling.backends.thinking import Thinking, thinking_for
@@ -21,9 +22,9 @@ from harness.types import HarnessError, Request
 
 
 class _Builder(Protocol):
-    """What each module named in BACKENDS offers."""
+    """What each module named in BACKENDS offers: its backend built from the run's settings and its own line."""
 
-    def from_config(self, config: RunConfig) -> Backend: ...
+    def from_config(self, config: RunConfig, line: Description) -> Backend: ...
 
 
 def described(name: str) -> Description:
@@ -69,24 +70,6 @@ def backend_name(config: RunConfig) -> str:
     return config.backend or backend_for(config.model, config.api.base_urls)
 
 
-def constrain_scale(config: RunConfig) -> tuple[int, ...] | None:
-    """--constrain: the integers of the dataset's label scale the answer is forced into; None without it."""
-    if config.constrain is None:
-        return None
-    from harness.datasets.choose import describe_dataset
-    from harness.scoring.constrained import scale_values
-
-    return scale_values(describe_dataset(config.dataset).label_range)
-
-
-def decoding(config: RunConfig) -> Decoding:
-    """The run's decoding section as a remote backend sends it: --chat, --stop, --max-tokens, --scoring, --constrain."""
-    return Decoding(
-        config.chat, config.stop, config.max_tokens, config.scoring == "expected", constrain_scale(config),
-        config.constrain == "grammar",
-    )  # fmt: skip
-
-
 def chat_mode(config: RunConfig) -> bool:
     """Whether prompts go out as a chat message (--chat / --no-chat, else the backend's default): hosted APIs
     (and OpenAI's model names anywhere) are chat; OpenAI-compatible servers and local engines get raw text,
@@ -97,25 +80,16 @@ def chat_mode(config: RunConfig) -> bool:
         d = BACKENDS.get(backend_name(config))
     except HarnessError:
         return False
-    match d.chat if d else "none":
-        case "only":
-            return True
-        case "openai-names":
-            from harness.calling.backends.openai_names import default_chat  # not .openai: no SDK for a name rule
-
-            return default_chat(config.model, config.api.base_urls)
-        case _:
-            return False
+    return d.chat_mode(config) if d else False  # description.py: what its line says
 
 
 def thinking(config: RunConfig) -> Thinking:
     """The run's reasoning settings on its backend (harness/calling/backends/thinking.py), without building it."""
     try:
-        style = described(backend_name(config)).thinking
+        return described(backend_name(config)).reasoning(config)  # description.py: what its line says
     except HarnessError:
-        style = None
-    api = config.api
-    return thinking_for(style, config.model, api.reasoning, api.reasoning_tokens, chat_mode(config), api.base_urls)
+        api = config.api
+        return thinking_for(None, config.model, api.reasoning, api.reasoning_tokens, chat_mode(config), api.base_urls)
 
 
 def output_budget(config: RunConfig, request: Request) -> int:
@@ -186,14 +160,7 @@ def make_backend(config: RunConfig) -> Backend:
     if module is None:  # sentence-transformers embeds only (make_embedding_backend below)
         raise HarnessError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
     builder = cast(_Builder, importlib.import_module(module))
-    return builder.from_config(config)
-
-
-def backend_key(name: str, base_urls: Sequence[str]) -> str:
-    """The API key of a remote backend (its `key_env` variable); a placeholder for a server of your own."""
-    variable = BACKENDS[name].key_env
-    assert variable is not None, f"backend {name} has no key_env in BACKENDS"
-    return api_key(variable, name, base_urls)
+    return builder.from_config(config, BACKENDS[name])
 
 
 def make_embedding_backend(config: RunConfig) -> Backend:
@@ -208,4 +175,4 @@ def make_embedding_backend(config: RunConfig) -> Backend:
         )
     module, cls = embedder.split(":")
     builder = cast(_Builder, getattr(importlib.import_module(module), cls))
-    return builder.from_config(config)
+    return builder.from_config(config, described(name))

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from harness.calling.backends.base import LocalBackend, MalformedReply, token_count
+from harness.calling.backends.description import Description
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.openai_names import default_chat
 from harness.config.settings import RunConfig
@@ -90,7 +91,7 @@ class SentenceTransformerBackend(LocalBackend):
         self._encoder: object | None = None
 
     @classmethod
-    def from_config(cls, config: RunConfig) -> SentenceTransformerBackend:
+    def from_config(cls, config: RunConfig, line: Description) -> SentenceTransformerBackend:
         return cls(config.model, config.local.batch_size)
 
     def _load(self) -> object:

@@ -20,7 +20,7 @@ from typing import Any
 
 from harness.calling.backends import hf_steps, local_models
 from harness.calling.backends.base import LocalBackend
-from harness.calling.backends.choose import chat_mode, constrain_scale, thinking
+from harness.calling.backends.description import Description, constrain_scale
 from harness.calling.backends.thinking import Thinking, thinking_record
 from harness.config.paper import truncation
 from harness.config.settings import LocalOptions, RunConfig
@@ -45,9 +45,9 @@ def require_hf() -> tuple[Any, Any]:
     return torch, transformers
 
 
-def from_config(config: RunConfig) -> HFBackend:
+def from_config(config: RunConfig, line: Description) -> HFBackend:
     """The run's model: --model a hub id, local path or packaged name, --scoring expected, --constrain."""
-    chat = chat_mode(config)
+    chat = line.chat_mode(config)
     expected, constrain = config.scoring == "expected", constrain_scale(config)
     truncate = truncation(config.truncate_input, config.model)
     return HFBackend(
@@ -55,7 +55,7 @@ def from_config(config: RunConfig) -> HFBackend:
         config.local,
         expected=expected,
         chat=chat,
-        thinking=thinking(config),
+        thinking=line.reasoning(config),
         constrain=constrain,
         truncate=truncate,
         progress=config.progress,

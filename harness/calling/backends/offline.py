@@ -7,6 +7,7 @@ import re
 from collections.abc import AsyncIterator, Sequence
 
 from harness.calling.backends.base import LocalBackend
+from harness.calling.backends.description import Description
 from harness.config.settings import RunConfig
 from harness.types import Completion, HarnessError, Request
 
@@ -90,8 +91,9 @@ def overlap_score(s1: str, s2: str, label_range: tuple[float, float]) -> str:
     return f"{lo + (hi - lo) * jaccard:.2f}"
 
 
-def from_config(config: RunConfig) -> LocalBackend:
-    """The offline baseline --model names; overlap maps onto the dataset's label range."""
+def from_config(config: RunConfig, line: Description) -> LocalBackend:
+    """The offline baseline --model names (its line says nothing more); overlap maps onto the dataset's label
+    range."""
     if config.model == "random":
         return RandomScorer()
     if config.model == "overlap":

@@ -21,7 +21,6 @@ import openai
 from openai import AsyncOpenAI
 
 from harness.calling.backends.base import MalformedReply, NotAnAnswer, PermanentError, reply_usage, usage_count
-from harness.calling.backends.choose import described
 from harness.calling.backends.openai_logprobs import logprob_fields, score_probs_from
 from harness.calling.backends.openai_names import default_chat  # shared with --dry-run
 from harness.calling.backends.provider import HTTPBackend
@@ -40,6 +39,7 @@ class OpenAIBackend(HTTPBackend):
 
     name = "openai"
     sdk = openai
+    thinking_rule = "openai-names"
 
     def setup(self) -> None:
         api, decoding = self.api, self.decoding
@@ -51,7 +51,7 @@ class OpenAIBackend(HTTPBackend):
         self.chat = decoding.chat if decoding.chat is not None else default_chat(self.model, api.base_urls)
         # harness/calling/backends/thinking.py: OpenAI's reasoning models by name, open ones at a server too
         self.thinking = thinking_for(
-            described(self.name).thinking, self.model, api.reasoning, api.reasoning_tokens, self.chat, api.base_urls
+            self.thinking_rule, self.model, api.reasoning, api.reasoning_tokens, self.chat, api.base_urls
         )
         self.reasoning = self.thinking.on
         self.reasoning_tokens = api.reasoning_tokens

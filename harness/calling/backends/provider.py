@@ -20,9 +20,10 @@ from typing import Any, Self
 
 import httpx2
 
-from harness.calling.backends.base import Decoding, RemoteBackend, clean_reply
+from harness.calling.backends.base import Decoding, RemoteBackend, api_key, clean_reply
+from harness.calling.backends.description import Description, decoding
 from harness.calling.backends.reading import ErrorReply, read_reply, reply_error, sdk_errors
-from harness.calling.backends.thinking import Thinking
+from harness.calling.backends.thinking import Rule, Thinking
 from harness.calling.backends.transport import ClientPool, Route, open_routes, plain_routes, route_secrets
 from harness.calling.redaction import redact_completion
 from harness.config.settings import ApiOptions, RunConfig
@@ -50,6 +51,9 @@ class HTTPBackend(RemoteBackend):
     sdk: Any = None  # the SDK module (openai, anthropic) whose exceptions its typed calls raise; None: no SDK
     default_url = ""  # without --base-url and without an SDK (which has its own default)
     thinking = Thinking(False, 0)  # a reasoning run's settings (thinking.py), set in `setup`
+    # Its reasoning rule (thinking.py), the one its line of BACKENDS states for those that do not build it: --dry-run,
+    # --max-cost (tests/calling/test_backend_kinds.py checks that the two agree); None: it never thinks
+    thinking_rule: Rule | None = None
 
     def __init__(
         self,
@@ -84,15 +88,11 @@ class HTTPBackend(RemoteBackend):
         self.secrets = route_secrets(api_key, self.routes)  # never stored or printed (calling/redaction.py)
 
     @classmethod
-    def from_config(cls, config: RunConfig) -> Self:
-        """The run's model at the provider or at --base-url: its key (the table's key_env), its two sections."""
-        from harness.calling.backends.choose import (  # here: choose imports the table
-            backend_key,
-            backend_name,
-            decoding,
-        )
-
-        key = backend_key(backend_name(config), config.api.base_urls)
+    def from_config(cls, config: RunConfig, line: Description) -> Self:
+        """The run's model at the provider or at --base-url: its key (its line's key_env), its two sections."""
+        assert line.key_env is not None, f"backend {cls.name} has no key_env in BACKENDS"
+        assert line.thinking == cls.thinking_rule, f"{cls.name}: its line's thinking is not its thinking_rule"
+        key = api_key(line.key_env, cls.name, config.api.base_urls)
         return cls(config.model, key, api=config.api, decoding=decoding(config))
 
     def setup(self) -> None:

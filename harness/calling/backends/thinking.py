@@ -18,8 +18,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from harness.calling.backends.openai_names import default_chat, is_reasoning_model
+
+Rule = Literal["openai-names", "when-asked", "by-name"]  # a backend's rule, above: its line's `thinking`
 
 # Open reasoning models by name: Qwen3 (hybrid: thinks unless switched off), QwQ, DeepSeek-R1 and its
 # distillations, gpt-oss, Magistral, Phi-4-reasoning, OpenThinker, Sky-T1, EXAONE Deep, "...-Thinking" models.
@@ -53,7 +56,7 @@ def is_open_reasoning_model(model: str) -> bool:
 
 
 def thinking_for(
-    style: str | None, model: str, reasoning: bool | None, budget: int, chat: bool, base_urls: Sequence[str] = ()
+    style: Rule | None, model: str, reasoning: bool | None, budget: int, chat: bool, base_urls: Sequence[str] = ()
 ) -> Thinking:
     """The run's reasoning settings on a backend whose line of BACKENDS says `style` (its `thinking`): `reasoning`
     is --reasoning (None: auto, by name)."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.calling.backends import local_models
 from harness.calling.backends.base import LocalBackend
-from harness.calling.backends.choose import chat_mode, constrain_scale, thinking
+from harness.calling.backends.description import Description, constrain_scale
 from harness.calling.backends.thinking import Thinking, thinking_record
 from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.expected import collect_score_probs
@@ -26,12 +26,12 @@ INSTALL_HINT = 'pip install -e ".[vllm]" (a GPU), or on CPU the recipe in docs/b
 SCORE_LOGPROBS = 20
 
 
-def from_config(config: RunConfig) -> VllmBackend:
+def from_config(config: RunConfig, line: Description) -> VllmBackend:
     """The run's engine: --model a hub id or local path, --seed, --scoring expected, --constrain."""
-    chat = chat_mode(config)
+    chat = line.chat_mode(config)
     expected, constrain = config.scoring == "expected", constrain_scale(config)
     return VllmBackend(
-        config.model, config.local, seed=config.seed, expected=expected, chat=chat, thinking=thinking(config),
+        config.model, config.local, seed=config.seed, expected=expected, chat=chat, thinking=line.reasoning(config),
         constrain=constrain,
     )  # fmt: skip
 

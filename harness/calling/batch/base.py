@@ -1,4 +1,4 @@
-"""What the batch path needs from a provider, and the retry rule for its API calls.
+"""What the batch path needs from a provider (the retry rule for its API calls is the flow's: state.py).
 
 A provider (harness/calling/batch/openai.py, harness/calling/batch/anthropic.py) turns request bodies into one batch at
 the provider, reports its status, and streams back one Outcome per request. It never touches the cache or
@@ -8,16 +8,13 @@ the batch records: harness/calling/batch/flow.py does, in the order that makes a
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
-
-from harness.calling.backends.base import MalformedReply, PermanentError, RetryableError
+from harness.calling.backends.base import MalformedReply, PermanentError
 from harness.calling.backends.reading import reported_error, unreadable
-from harness.calling.options import RetryPolicy
 from harness.calling.redaction import redact
 from harness.types import Completion, HarnessError
 
@@ -114,23 +111,6 @@ class BatchProvider:
     def failed(self, key: str, message: str) -> Outcome:
         """A request the batch did not answer, with what the provider said (secrets redacted)."""
         return Outcome(key, None, redact(message, self.key))
-
-
-T = TypeVar("T")
-
-
-async def with_retries(policy: RetryPolicy, call: Callable[[], Awaitable[T]]) -> T:
-    """One batch API call under the run's retry policy (429, 5xx, dropped connections, timeouts)."""
-    retrying = AsyncRetrying(
-        stop=stop_after_attempt(policy.max_retries + 1),
-        wait=policy.wait,
-        retry=retry_if_exception_type(RetryableError),
-        reraise=True,
-    )
-    async for attempt in retrying:
-        with attempt:
-            return await call()
-    raise AssertionError("unreachable: tenacity reraises the last error")
 
 
 def client_for(backend: Any, base_url: str) -> Any:

@@ -9,8 +9,8 @@ from typing import Any
 
 from harness.calling.backends.base import PermanentError, RetryableError
 from harness.calling.batch import BatchesPending
-from harness.calling.batch.base import Remote, client_for, with_retries
-from harness.calling.batch.state import Context, Group
+from harness.calling.batch.base import Remote, client_for
+from harness.calling.batch.state import Context, Group, with_retries
 from harness.types import Completion, HarnessError
 
 

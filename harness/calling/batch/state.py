@@ -1,15 +1,18 @@
-"""What the steps of one --batch invocation share: the groups to submit and what came back.
+"""What the steps of one --batch invocation share: the groups to submit, what came back, and the retry rule for the
+provider's API calls (`with_retries`).
 
 Its own module so that flow.py (planning), submit.py and collect.py all read it without importing each other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from harness.calling.backends.base import RemoteBackend
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+
+from harness.calling.backends.base import RemoteBackend, RetryableError
 from harness.calling.batch.base import Provider
 from harness.calling.batch.store import BatchStore
 from harness.calling.cache import ResponseCache
@@ -57,3 +60,20 @@ class Context:
     log: Log
     verbose: bool  # print every poll, not only submissions and collections
     out: Gathered = field(default_factory=Gathered)
+
+
+T = TypeVar("T")
+
+
+async def with_retries(policy: RetryPolicy, call: Callable[[], Awaitable[T]]) -> T:
+    """One batch API call under the run's retry policy (429, 5xx, dropped connections, timeouts)."""
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(policy.max_retries + 1),
+        wait=policy.wait,
+        retry=retry_if_exception_type(RetryableError),
+        reraise=True,
+    )
+    async for attempt in retrying:
+        with attempt:
+            return await call()
+    raise AssertionError("unreachable: tenacity reraises the last error")

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness.calling.backends.base import PermanentError, RetryableError
-from harness.calling.batch.base import Item, Provider, Remote, client_for, with_retries
-from harness.calling.batch.state import Context, Group
+from harness.calling.batch.base import Item, Provider, Remote, client_for
+from harness.calling.batch.state import Context, Group, with_retries
 from harness.calling.batch.store import BatchRow
 from harness.calling.redaction import redact
 from harness.types import HarnessError
