@@ -32,13 +32,14 @@ def reannotate_parser() -> Parser:
         "model": "required: the model that re-annotates (any backend's)",
         "split": "C-STS split: train, validation or test",
         "limit": "only the split's first N rows (default: all)",
+        "sample": "a seeded random N of the split's rows (--sample-seed; Zhang et al.'s alpha: a random 100)",
         "max_tokens": "output tokens per reply",
         "results_dir": "where the response cache lives by default",
     }
     add_settings(p, RunConfig, ("model", "backend"), help=shared)
     p.add_argument("--out", type=Path, required=True, help="required: the labels file to write (TSV)")
     p.add_argument("--overwrite", action="store_true", help="replace --out and its two sidecar files if they exist")
-    add_settings(p, RunConfig, ("split", "limit"), help=shared)
+    add_settings(p, RunConfig, ("split", "limit", "sample", "sample_seed"), help=shared)
     p.add_argument(
         "--rewrite-conditions",
         action="store_true",
@@ -110,7 +111,7 @@ def cmd_reannotate(argv: Sequence[str]) -> int:
     validate_run(config)  # the run command's checks of the values, the model and its backend
     check(config, settings)
     dataset = load_dataset("csts", a.split, a.data_dir, a.archive, a.password_file)
-    examples = dataset.examples[: a.limit] if a.limit is not None else dataset.examples
+    examples = chosen_rows(config, dataset.examples)
     if a.dry_run:
         print_dry_run(estimate(config, settings, examples))
         return 0
@@ -133,6 +134,7 @@ def cmd_reannotate(argv: Sequence[str]) -> int:
     }
     if a.with_original:
         record["kappa_vs_original"]["note"] = "the labels average in the original label: agreement is inflated"
+    record |= published_verdicts(setup_of(config, settings, len(dataset.examples), len(examples)))
     if outcome.conditions is not None:
         readings = list(outcome.condition_readings.values())
         changed = sum(outcome.conditions[e.id] != e.condition for e in outcome.examples)
@@ -150,6 +152,47 @@ def cmd_reannotate(argv: Sequence[str]) -> int:
     print(f"labels: {a.out}  (run_eval.py --model ... --split {a.split} --labels {a.out})")
     print(f"replies: {replies_file}\nagreement: {agreement_file}")
     return EXIT_INCOMPLETE if outcome.errors else 0
+
+
+def chosen_rows(config: RunConfig, rows: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The rows re-annotated: all, the first --limit, or a seeded --sample (harness/datasets/items.py, as a run)."""
+    from harness.datasets.items import select
+
+    return select(rows, config.limit, config.sample, config.sample_seed, where=f"C-STS {config.split}")
+
+
+def setup_of(config: RunConfig, settings: Any, split_rows: int, rows: int) -> Any:
+    """What this re-annotation's agreement rests on (scoring/agreement.py Setup)."""
+    from harness.scoring.agreement import Setup
+
+    chosen = "sample" if config.sample is not None else "first" if config.limit is not None else "all"
+    rewriter = config.model if settings.rewrite_conditions else None
+    return Setup(
+        (config.model,),
+        settings.repeats,
+        config.split,
+        split_rows,
+        chosen,
+        rows,
+        settings.temperature,
+        settings.with_original,
+        rewriter,
+    )
+
+
+def published_verdicts(setup: Any) -> dict[str, Any]:
+    """The record's `setup` and whether each of Zhang et al.'s figures may be set beside ours (`published_verdicts`)."""
+    from harness.scoring.agreement import judge_alpha, judge_kappa
+
+    verdicts = {"alpha": judge_alpha(setup), "kappa_vs_original": judge_kappa(setup)}
+    return {"setup": dataclasses.asdict(setup), "published_verdicts": verdicts}
+
+
+def print_published(r: dict[str, Any]) -> None:
+    """Zhang et al.'s two figures, each with whether ours may be set beside it, as a run's comparability."""
+    p, v = r["published"], r["published_verdicts"]
+    print(f"  published (Zhang et al. 2025, §3): alpha {p['alpha']}: {v['alpha']}")
+    print(f"  published (Zhang et al. 2025, §3): kappa vs original {p['kappa_vs_original']}: {v['kappa_vs_original']}")
 
 
 def _stat(s: dict[str, Any]) -> str:
@@ -180,8 +223,4 @@ def print_agreement(r: dict[str, Any]) -> None:
     print(f"  Cohen's kappa (unweighted) vs original labels: {_stat(r['kappa_vs_original'])}")
     print(f"  Spearman vs original labels: {_stat(r['spearman_vs_original'])}")
     print(f"  vs Tu et al. 2024 labels: kappa {_stat(r['kappa_vs_tu2024'])}, Spearman {_stat(r['spearman_vs_tu2024'])}")
-    p = r["published"]
-    print(
-        f"  published (Zhang et al. 2025, §3): alpha {p['alpha']} (Claude-3.7-Sonnet, 5 repeats of 100 train rows), "
-        f"kappa {p['kappa_vs_original']} (mean of human, GPT-4o and Claude vs original): other data and models"
-    )
+    print_published(r)
