@@ -68,7 +68,7 @@ def read_source(labels: Path) -> tuple[dict[str, Any], dict[str, list[int | None
 
 def cmd_reannotate_merge(argv: Sequence[str]) -> int:
     from harness.datasets.choose import load_dataset
-    from harness.datasets.labels import labels_tsv
+    from harness.datasets.labels import labels_tsv, read_labels_file
     from harness.results.write import write_atomic
     from harness.scoring.agreement import PUBLISHED, Setup, cohen_kappa, paired, spearman
     from harness.scoring.reannotation import merged_labels
@@ -122,7 +122,9 @@ def cmd_reannotate_merge(argv: Sequence[str]) -> int:
     record["kappa_vs_original"]["note"] = f"{few}; {inflated}" if few else inflated
     record["setup"] = dataclasses.asdict(setup)
     write_atomic(agreement_file, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    write_atomic(a.out, labels_tsv(labels))
+    # Rated under one set of rewritten conditions: the merged labels carry them, as each source file does
+    conditions = read_labels_file(a.labels[0]).conditions if hashes[0] else {}
+    write_atomic(a.out, labels_tsv(labels, {u: conditions[u] for u in labels} if conditions else None))
     kappa = record["kappa_vs_original"]
     value = "None" if kappa["value"] is None else f"{kappa['value']:.3f}"
     print(

@@ -73,3 +73,60 @@ def test_two_runs_merge_into_v_of_three_sources(
     assert got == {u: str(-1 if v is None else v) for u, v in want.items()}
     assert f"reannotate-merge ({GPT} + {CLAUDE}, train): 12 rows" in printed
     assert "kappa vs original 0.247: not comparable (rows=12 (part) (paper: all" in printed
+
+
+def answer(prompt: str) -> str:
+    """A stand-in for both models: Figure 3 prompts get one rewritten condition, Figure 4 prompts a rating that
+    depends on the prompt (so on the condition it was rated under)."""
+    if prompt.startswith("This is a Conditional STS task:"):
+        return '{"improved_condition": "the colour of the object", "justification": "more specific"}'
+    return json.dumps({"rating": 1 + sum(map(ord, prompt)) % 5, "justification": "stand-in"})
+
+
+def test_the_papers_protocol_end_to_end_is_comparable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # GPT-4o rewrites the conditions; Claude rates under them (--conditions): a random 100 rows five times for
+    # alpha; both models rate every train row once, merged with the original labels for kappa (Zhang et al. §2-3)
+    from tests.conftest import write_synthetic_csts
+
+    csts = write_synthetic_csts(tmp_path / "csts", n_train=120)
+    with FakeServer(answer=answer) as server:
+        base = ["reannotate", "--backend", "openai", "--base-url", server.openai_url, "--data-dir", str(csts)]
+        base += ["--results-dir", str(tmp_path / "results"), "--no-progress", "--split", "train"]
+        run = [*base, "--model", GPT, "--rewrite-conditions", "--out", str(tmp_path / "gpt.tsv")]
+        assert main(run) == 0
+        given = ["--conditions", str(tmp_path / "gpt.tsv")]
+        assert main([*base, "--model", CLAUDE, *given, "--out", str(tmp_path / "claude.tsv")]) == 0
+        alpha_run = [*base, "--model", CLAUDE, *given, "--sample", "100", "--repeats", "5"]
+        capsys.readouterr()
+        assert main([*alpha_run, "--temperature", "1", "--out", str(tmp_path / "alpha.tsv")]) == 0
+    assert (
+        "  published (Zhang et al. 2025, §3): alpha 0.865: comparable (Claude-3.7-Sonnet, 5 repeats of a random "
+        "100 train rows, GPT-4o's conditions; temperature 1: the paper states none)\n" in capsys.readouterr().out
+    )
+    claude = json.loads((tmp_path / "claude.agreement.json").read_text())
+    gpt = json.loads((tmp_path / "gpt.agreement.json").read_text())
+    assert claude["conditions"]["rewritten_by"] == GPT
+    assert claude["conditions"]["conditions_sha256"] == gpt["conditions"]["conditions_sha256"]
+    out = tmp_path / "v.tsv"
+    assert main(["reannotate-merge", str(tmp_path / "gpt.tsv"), str(tmp_path / "claude.tsv"), "--out", str(out),
+                 "--data-dir", str(csts)]) == 0  # fmt: skip
+    assert (
+        "kappa vs original 0.247: comparable (every train row, V(human + GPT-4o + Claude-3.7-Sonnet), GPT-4o's "
+        "conditions; temperature 0: the paper states none)" in capsys.readouterr().out
+    )
+    header, *rows = out.read_text().splitlines()
+    train = load_dataset("csts", "train", data_dir=csts).examples
+    assert header == "uid\treannotated-label\tcondition" and len(rows) == len(train)
+    assert {r.split("\t")[2] for r in rows} == {"the colour of the object"}
+
+
+def test_conditions_from_a_file_without_them_is_one_error_line(
+    csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = tmp_path / "plain.tsv"
+    plain.write_text("uid\treannotated-label\n0\t3\n")
+    argv = ["reannotate", "--model", CLAUDE, "--data-dir", str(csts_dir), "--conditions", str(plain)]
+    assert main([*argv, "--out", str(tmp_path / "out" / "x.tsv"), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --conditions {plain}: no condition column") and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
