@@ -90,6 +90,11 @@ def cmd_reannotate_merge(argv: Sequence[str]) -> int:
         raise HarnessError("the two models rated under different conditions (their conditions_sha256 differ)")
     dataset = load_dataset("csts", first["split"], a.data_dir, a.archive, a.password_file)
     rows = [e for e in dataset.examples if e.id in ratings_a or e.id in ratings_b]
+    unknown = sorted((set(ratings_a) | set(ratings_b)) - {e.id for e in dataset.examples})
+    if unknown:  # another file of the split than the one given here: rows would be matched to other pairs
+        raise HarnessError(
+            f"the ratings name {len(unknown)} row(s) the {first['split']} split lacks ({unknown[0]} ...)"
+        )
     original = {e.id: e.label for e in rows}
     labels = merged_labels([ratings_a, ratings_b], original)
     x, y = paired(labels, original)

@@ -71,6 +71,7 @@ def test_two_models_and_the_original_labels_merge_into_v(
         (("claude", "gpt-4o-2024-08-06", "validation"), "error: both labels files are gpt-4o-2024-08-06's ratings"),
         (("claude", "claude-3-7-sonnet-20250219", "train"), "error: the labels files rate different splits"),
         (("missing", None, None), "error: "),
+        (("far", "claude-3-7-sonnet-20250219", "validation"), "error: the ratings name 1 row(s) the validation split"),
     ],
 )
 def test_bad_input_is_one_error_line_and_nothing_written(
@@ -78,7 +79,8 @@ def test_bad_input_is_one_error_line_and_nothing_written(
 ) -> None:
     a = source(tmp_path / "in", "gpt", "gpt-4o-2024-08-06", GPT)
     name, model, split = second
-    b = source(tmp_path / "in", name, model, CLAUDE, split) if model else tmp_path / "in" / "missing.tsv"
+    ratings = CLAUDE | {"9999": [3]} if name == "far" else CLAUDE  # a row past the split's end
+    b = source(tmp_path / "in", name, model, ratings, split) if model else tmp_path / "in" / "missing.tsv"
     out = tmp_path / "out" / "merged.tsv"
     assert main(["reannotate-merge", str(a), str(b), "--out", str(out), "--data-dir", str(csts_dir)]) == 2
     err = capsys.readouterr().err
