@@ -59,7 +59,11 @@ MAX_TOKENS_OPEN = (20,)
 JUDGED = {
     **dict.fromkeys(("dataset", "split", "labels", "subset", "variant", "instr", "shots"), "the published row"),
     **dict.fromkeys(("embed.setting", "embed.ffn"), "the published row (its variant: case-<setting>-ffn-<kind>)"),
-    **dict.fromkeys(("scoring", "constrain", "stop", "chat", "api.reasoning"), "published.py PAPER_PROTOCOL"),
+    # (temperature and repeats were judged twice, by the protocol and against their defaults: named once here)
+    **dict.fromkeys(
+        ("scoring", "constrain", "stop", "chat", "api.reasoning", "temperature", "repeats"),
+        "published.py PAPER_PROTOCOL",
+    ),
     **dict.fromkeys(("model", "template", "shot_sampler", "shot_seed", "max_tokens"), "differences"),
     **dict.fromkeys(("answers", "answer_model", "truncate_input"), "differences"),
 }

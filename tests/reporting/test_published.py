@@ -175,3 +175,15 @@ def test_a_tu_cell_says_its_protocol_is_deshpandes_assumed() -> None:
     assert not_comparable(_gpt4(), 2834, 0, PAPER | {"temperature": 0.7, "model": "gpt-4-0314"}) == (  # type: ignore[arg-type]
         "not comparable (temperature=0.7 (paper: 0.0))"
     )
+
+
+def test_a_sampled_run_names_each_difference_once() -> None:
+    # temperature and repeats are in the protocol and were also judged against their declared defaults: each
+    # difference was listed twice ("temperature=0.7 (paper: 0.0); ...; temperature=0.7 (paper: 0.0)")
+    from harness.reporting.paper_settings import published_settings
+
+    identity = PAPER | {"temperature": 0.7, "repeats": 3, "model": "gpt-4-0314"}
+    identity |= {"published": published_settings({"temperature": 0.7, "repeats": 3})}
+    assert not_comparable(_gpt4(), 2834, 0, identity) == (  # type: ignore[arg-type]
+        "not comparable (temperature=0.7 (paper: 0.0); repeats=3 (paper: 1))"
+    )
