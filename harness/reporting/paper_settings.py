@@ -45,10 +45,10 @@ TU_ANSWER_MODEL = TU_ANSWER_MODELS[0]
 TU_ASSUMED = "Tu et al. state none"
 TU_UNSTATED = ("max_tokens", "temperature", "parse", "scoring")
 # The limit each published open model's prompts were cut at: run_sts_fewshot.py's truncation=True cuts at the
-# tokenizer's own model_max_length. Flan-T5's and Tk-Instruct's tokenizers: 512. Flan-UL2's said 512 when it was
-# released and says 2048 in today's revision, and Deshpande et al. do not say which revision they loaded: either
-# may be the published run's, so a Flan-UL2 cell is uncertain unless no prompt of the run reached 512 tokens
-# (its usage's input_tokens), where neither limit cut anything.
+# tokenizer's own model_max_length. Flan-T5's tokenizers: 512 (Tk-Instruct's taken to be 512, unchecked). Flan-UL2's
+# said 512 when it was released and says 2048 in today's revision, and Deshpande et al. do not say which revision
+# they loaded: either may be the published run's, so a Flan-UL2 cell is uncertain unless no prompt of the run
+# reached 512 tokens (its usage's input_tokens), where neither limit cut anything.
 PAPER_INPUT_LIMITS: dict[str, tuple[int, ...]] = {"Flan-UL2": (T5_MAX_INPUT, 2048)}
 REFERENCE_SHOT_SEED = 42  # run_sts_fewshot.py --seed default: the one stream the published k>0 rows drew from
 # Output tokens: App. A.3's text says 20 (the T5 generation_kwargs too); the released openai_utils.py asks the GPT
