@@ -18,6 +18,7 @@ from harness.cli.configs import config_from_args, grid_from_args
 from harness.cli.errors import cmd_errors
 from harness.cli.options import Parser, add_data_args, run_parser
 from harness.cli.reannotate import cmd_reannotate
+from harness.cli.reannotate_merge import cmd_reannotate_merge
 from harness.cli.report_cmd import cmd_report  # report_cmd loads the report's modules when it runs
 from harness.cli.summary import print_dry_run, print_dry_run_total, print_summary, qa_embed_yardstick
 from harness.config.settings import RunConfig
@@ -203,6 +204,7 @@ COMMANDS = {  # keys as in options.COMMAND_HELP, which `run_eval.py --help` list
     "batches": cmd_batches,
     "errors": cmd_errors,
     "reannotate": cmd_reannotate,
+    "reannotate-merge": cmd_reannotate_merge,
 }
 
 

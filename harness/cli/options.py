@@ -23,6 +23,7 @@ COMMAND_HELP = {
     "batches": "the batches submitted with --batch: pending, finished, expired, with counts; calls no API",
     "errors": "annotation-error candidates from a qa run's answers (Tu et al. 2024, §4.2), scored",
     "reannotate": "LLM re-annotation (Zhang et al. 2025): a labels file for --labels, with its agreement",
+    "reannotate-merge": "two models' reannotate ratings and the original labels merged: Zhang et al.'s V()",
 }
 EXIT_CODES = """exit status:
   0    every query has a prediction

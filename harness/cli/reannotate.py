@@ -32,18 +32,26 @@ def reannotate_parser() -> Parser:
         "model": "required: the model that re-annotates (any backend's)",
         "split": "C-STS split: train, validation or test",
         "limit": "only the split's first N rows (default: all)",
+        "sample": "a seeded random N of the split's rows (--sample-seed; Zhang et al.'s alpha: a random 100)",
         "max_tokens": "output tokens per reply",
         "results_dir": "where the response cache lives by default",
     }
     add_settings(p, RunConfig, ("model", "backend"), help=shared)
     p.add_argument("--out", type=Path, required=True, help="required: the labels file to write (TSV)")
     p.add_argument("--overwrite", action="store_true", help="replace --out and its two sidecar files if they exist")
-    add_settings(p, RunConfig, ("split", "limit"), help=shared)
+    add_settings(p, RunConfig, ("split", "limit", "sample", "sample_seed"), help=shared)
     p.add_argument(
         "--rewrite-conditions",
         action="store_true",
         help="first rewrite each condition (Figure 3); the labels file then carries the conditions, a new data "
         "version whose hash runs record",
+    )
+    p.add_argument(
+        "--conditions",
+        type=Path,
+        metavar="FILE",
+        help="rate under the conditions of a labels file `reannotate --rewrite-conditions` wrote (Zhang et al.: "
+        "GPT-4o's conditions, rated by both models); its agreement file names the model that rewrote them",
     )
     p.add_argument("--repeats", type=int, default=1, help="ask each rating N times (repeat-run Krippendorff's alpha)")
     p.add_argument(
@@ -106,11 +114,17 @@ def cmd_reannotate(argv: Sequence[str]) -> int:
     # The options a run shares, as a run takes them (C-STS); --repeats and --temperature are this command's own
     # (Settings), never the scoring run's repeated samples (harness/scoring/repeats.py).
     config: RunConfig = dataclasses.replace(build(RunConfig, a), repeats=1, temperature=0.0)
-    settings = Settings(a.rewrite_conditions, a.repeats, a.temperature, a.with_original)
+    given, rewriter = given_conditions(a.conditions, a.rewrite_conditions)
+    settings = Settings(a.rewrite_conditions, a.repeats, a.temperature, a.with_original, given)
     validate_run(config)  # the run command's checks of the values, the model and its backend
     check(config, settings)
     dataset = load_dataset("csts", a.split, a.data_dir, a.archive, a.password_file)
-    examples = dataset.examples[: a.limit] if a.limit is not None else dataset.examples
+    examples = chosen_rows(config, dataset.examples)
+    missing = [e.id for e in examples if given is not None and e.id not in given]
+    if missing:
+        raise HarnessError(
+            f"--conditions {a.conditions}: no condition for {len(missing)} row(s) rated ({missing[0]} ...)"
+        )
     if a.dry_run:
         print_dry_run(estimate(config, settings, examples))
         return 0
@@ -133,6 +147,7 @@ def cmd_reannotate(argv: Sequence[str]) -> int:
     }
     if a.with_original:
         record["kappa_vs_original"]["note"] = "the labels average in the original label: agreement is inflated"
+    record |= published_verdicts(setup_of(config, settings, len(dataset.examples), len(examples), rewriter))
     if outcome.conditions is not None:
         readings = list(outcome.condition_readings.values())
         changed = sum(outcome.conditions[e.id] != e.condition for e in outcome.examples)
@@ -141,6 +156,8 @@ def cmd_reannotate(argv: Sequence[str]) -> int:
             "kept_original_after_invalid_reply": sum(not r.valid for r in readings),
             "conditions_sha256": conditions_hash(outcome.conditions),
         }
+        if given is not None:  # rated under another run's conditions: whose they are
+            record["conditions"] |= {"from": str(a.conditions), "rewritten_by": rewriter}
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in outcome.replies)
     write_atomic(replies_file, lines)  # first: every paid reply is kept, whatever comes after
     write_atomic(agreement_file, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
@@ -150,6 +167,72 @@ def cmd_reannotate(argv: Sequence[str]) -> int:
     print(f"labels: {a.out}  (run_eval.py --model ... --split {a.split} --labels {a.out})")
     print(f"replies: {replies_file}\nagreement: {agreement_file}")
     return EXIT_INCOMPLETE if outcome.errors else 0
+
+
+def chosen_rows(config: RunConfig, rows: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The rows re-annotated: all, the first --limit, or a seeded --sample (harness/datasets/items.py, as a run)."""
+    from harness.datasets.items import select
+
+    return select(rows, config.limit, config.sample, config.sample_seed, where=f"C-STS {config.split}")
+
+
+def given_conditions(path: Path | None, rewrite: bool) -> tuple[dict[str, str] | None, str | None]:
+    """--conditions FILE: the conditions a `reannotate --rewrite-conditions` run wrote, and the model that wrote them
+    (its agreement file's); (None, None) without the option."""
+    from harness.datasets.labels import read_labels_file
+    from harness.inputs import read_text
+
+    if path is None:
+        return None, None
+    if rewrite:
+        raise HarnessError("--conditions and --rewrite-conditions: rate under given conditions, or rewrite them")
+    conditions = read_labels_file(path, "--conditions file").conditions
+    if not conditions:
+        raise HarnessError(f"--conditions {path}: no condition column (a labels file of `--rewrite-conditions`)")
+    agreement_file = sidecars(path)[1]
+    try:
+        record = json.loads(read_text(agreement_file, "agreement file", 64 * 1024 * 1024))
+    except json.JSONDecodeError:
+        raise HarnessError(f"agreement file {agreement_file}: not JSON") from None
+    rewriter = record.get("model") if isinstance(record, dict) and "conditions" in record else None
+    if not isinstance(rewriter, str):
+        raise HarnessError(f"agreement file {agreement_file}: names no model that rewrote the conditions")
+    return conditions, rewriter
+
+
+def setup_of(config: RunConfig, settings: Any, split_rows: int, rows: int, given_by: str | None = None) -> Any:
+    """What this re-annotation's agreement rests on (scoring/agreement.py Setup); `given_by`: who rewrote the
+    conditions of --conditions FILE."""
+    from harness.scoring.agreement import Setup
+
+    chosen = "sample" if config.sample is not None else "first" if config.limit is not None else "all"
+    rewriter = config.model if settings.rewrite_conditions else given_by
+    return Setup(
+        (config.model,),
+        settings.repeats,
+        config.split,
+        split_rows,
+        chosen,
+        rows,
+        settings.temperature,
+        settings.with_original,
+        rewriter,
+    )
+
+
+def published_verdicts(setup: Any) -> dict[str, Any]:
+    """The record's `setup` and whether each of Zhang et al.'s figures may be set beside ours (`published_verdicts`)."""
+    from harness.scoring.agreement import judge_alpha, judge_kappa
+
+    verdicts = {"alpha": judge_alpha(setup), "kappa_vs_original": judge_kappa(setup)}
+    return {"setup": dataclasses.asdict(setup), "published_verdicts": verdicts}
+
+
+def print_published(r: dict[str, Any]) -> None:
+    """Zhang et al.'s two figures, each with whether ours may be set beside it, as a run's comparability."""
+    p, v = r["published"], r["published_verdicts"]
+    print(f"  published (Zhang et al. 2025, §3): alpha {p['alpha']}: {v['alpha']}")
+    print(f"  published (Zhang et al. 2025, §3): kappa vs original {p['kappa_vs_original']}: {v['kappa_vs_original']}")
 
 
 def _stat(s: dict[str, Any]) -> str:
@@ -180,8 +263,4 @@ def print_agreement(r: dict[str, Any]) -> None:
     print(f"  Cohen's kappa (unweighted) vs original labels: {_stat(r['kappa_vs_original'])}")
     print(f"  Spearman vs original labels: {_stat(r['spearman_vs_original'])}")
     print(f"  vs Tu et al. 2024 labels: kappa {_stat(r['kappa_vs_tu2024'])}, Spearman {_stat(r['spearman_vs_tu2024'])}")
-    p = r["published"]
-    print(
-        f"  published (Zhang et al. 2025, §3): alpha {p['alpha']} (Claude-3.7-Sonnet, 5 repeats of 100 train rows), "
-        f"kappa {p['kappa_vs_original']} (mean of human, GPT-4o and Claude vs original): other data and models"
-    )
+    print_published(r)

@@ -249,12 +249,12 @@ class RunConfig:
         choices=REDUCERS,
         affects=Affects.READING | Affects.PUBLISHED,
     )
-    # Prompt tokens the hf backend keeps; "paper": 512 for the T5 family as the reference code's tokenizer
-    # (truncation=True) cut them, none otherwise (harness/config/paper.py); None: the whole prompt.
+    # Prompt tokens the hf backend keeps; "paper": for the T5 family the tokenizer's own model_max_length, where
+    # the reference code's truncation=True cut them, none otherwise (harness/config/paper.py); None: the whole prompt.
     truncate_input: str | None = option(
         None,
-        "hf backend: keep each prompt's first N tokens (paper: 512 for the T5 family, as the reference code's "
-        "tokenizer cut them; none for other models); default: the whole prompt",
+        "hf backend: keep each prompt's first N tokens (paper: for the T5 family the tokenizer's own limit, "
+        "where the reference code cut them; none for other models); default: the whole prompt",
         group=DECODING,
         metavar="N|paper",
         affects=Affects.REQUEST | Affects.PUBLISHED,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.datasets.labels import SUBSET_SPLITS
-from harness.reporting.paper_settings import CHAT_MODELS, differences
+from harness.reporting.paper_settings import CHAT_MODELS, assumed, differences, uncertain
 from harness.types import HarnessError
 
 # Vendored as package data (beside the bundled STS-B), so `report` finds it from any working directory and
@@ -20,12 +20,14 @@ PAPER_RESULTS = Path(__file__).parents[1] / "data" / "paper_results.csv"
 # Deshpande et al. 2023 §4.2: gpt-3.5-turbo-0301 and gpt-4-0314 through the OpenAI API; the open models
 # are the Hugging Face checkpoints of Flan-T5, Flan-UL2 and Tk-Instruct (the "-def" definition-only variants).
 ALIASES: dict[str, tuple[str, ...]] = {
-    # Tu et al. 2024 §4.1: gpt-3.5-turbo-1106 and gpt-4-0125-preview. Each id matches the model's rows in both
-    # papers; the snapshot a row used is judged apart (reporting/paper_settings.py SNAPSHOTS), so a floating id
-    # or the other paper's snapshot is matched to the row and said not to be comparable with it.
+    # Tu et al. 2024 §4.1: gpt-3.5-turbo-1106 and gpt-4-0125-preview (their Table 8: gpt-3.5-turbo-0125). Each id
+    # matches the model's rows in both papers; the snapshot a row used is judged apart (reporting/paper_settings.py
+    # SNAPSHOTS), so a floating id or the other paper's snapshot is matched to the row and said not to be
+    # comparable with it.
     "GPT-4": ("gpt-4-0314", "gpt-4", "gpt-4-0125-preview"),
-    "ChatGPT-3.5": ("gpt-3.5-turbo-0301", "gpt-3.5-turbo", "gpt-3.5-turbo-1106"),
-    "GPT-3.5": ("gpt-3.5-turbo-0301", "gpt-3.5-turbo", "gpt-3.5-turbo-1106"),  # Table 4's name for the same model
+    "ChatGPT-3.5": ("gpt-3.5-turbo-0301", "gpt-3.5-turbo", "gpt-3.5-turbo-1106", "gpt-3.5-turbo-0125"),
+    # Table 4's name for the same model
+    "GPT-3.5": ("gpt-3.5-turbo-0301", "gpt-3.5-turbo", "gpt-3.5-turbo-1106", "gpt-3.5-turbo-0125"),
     "Flan-T5-SMALL": ("google/flan-t5-small",),
     "Flan-T5-BASE": ("google/flan-t5-base",),
     "Flan-T5-LARGE": ("google/flan-t5-large",),
@@ -176,7 +178,8 @@ def not_comparable(
     """Why a run must not be set against a published number (None when it may): only a run over the whole
     published split, with no failed request, under the paper's protocol and with every setting that moves the
     number as published (layout, shot stream, snapshot, answer model, truncation: paper_settings.py) is
-    compared. `more`: reasons the caller
+    compared. "uncertain (...)" where nothing is known to differ but a setting the paper leaves unknown may
+    (Flan-UL2's tokenizer limit): no Δ either, and the reason shown. `more`: reasons the caller
     found (a run sent to another endpoint than the provider's API, results/provenance.py, may have asked another
     model under that name; a run folder altered since it was written)."""
     if dry_run:
@@ -198,7 +201,10 @@ def not_comparable(
         if key == "max_tokens":  # judged with the layout, shots and snapshot (the released code's 5 too)
             continue
         if ours is not None and ours != paper and not (key == "stop" and not ours):
-            why.append(f"{key}={ours} (paper: {paper})")
+            why.append(f"{key}={ours} (paper: {paper}{assumed(published.source, key)})")
     p = published
     why += differences(p.source, p.model, p.instr, p.shots, p.variant, identity)
-    return f"not comparable ({'; '.join(why)})" if why else None
+    doubt = uncertain(p.model, identity)
+    if why:
+        return f"not comparable ({'; '.join([*why, *doubt])})"
+    return f"uncertain ({'; '.join(doubt)})" if doubt else None

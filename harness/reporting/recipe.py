@@ -87,6 +87,7 @@ def _judged(run: Run, published: Sequence[Published]) -> tuple[str, Published | 
     shown += f" (seed {ident['shot_seed']})" if int(run.config["shots"]) > 0 else ""
     shown += f", answer_model {ident['answer_model']}" if ident.get("answer_model") else ""
     shown += f", truncate_input {ident['truncate_input'] or 'none'}"
+    shown += f" (tokenizer revision {ident['tokenizer_revision']})" if ident.get("tokenizer_revision") else ""
     c = run.config
     p = match(
         list(published), str(c["model"]), c["dataset"], run.split, run.instr, int(c["shots"]), run.variant, run.labels
@@ -109,9 +110,10 @@ def verdict(run: Run, published: Sequence[Published]) -> str:
     if p is None:
         return f"{shown}; no published row for {run.config['model']} in this setting"
     if run.dry_run:
-        return f"{shown}; dry run: " + (
-            why.replace("not comparable", "settings not the paper's") if why else "settings as published"
-        )
+        if why is None:
+            return f"{shown}; dry run: settings as published"
+        words = "settings uncertain" if why.startswith("uncertain") else "settings not the paper's"
+        return f"{shown}; dry run: {words}{why.removeprefix('uncertain').removeprefix('not comparable')}"
     return f"{shown}; " + (why or "comparable with the paper's number")
 
 
@@ -126,4 +128,6 @@ def protocol_line(run: Run, published: Sequence[Published]) -> str:
     row = f"{p.source}, {p.model} {p.instr} k={p.shots}"
     if why is None:
         return f"paper's protocol: yes, every setting as published for {row} ({shown})"
+    if why.startswith("uncertain"):
+        return f"paper's protocol: uncertain for {row}: {why.removeprefix('uncertain (').removesuffix(')')}"
     return f"paper's protocol: no, for {row} these differ: {why.removeprefix('not comparable (').removesuffix(')')}"

@@ -118,3 +118,89 @@ def agreement(
         out[f"kappa_vs_{name}"] = cohen_kappa(a, b).record()
         out[f"spearman_vs_{name}"] = spearman([float(x) for x in a], [float(x) for x in b]).record()
     return out
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What an agreement figure rests on, to judge it against the paper's: the models whose ratings made the labels
+    (one for `reannotate`, two for `reannotate-merge`), repeats per rating, the split and its size, how the rows were
+    chosen ("all", "first" N, a seeded "sample"), the rows, the temperature, whether the original label was averaged
+    in, and who rewrote the conditions (None: the original conditions)."""
+
+    models: tuple[str, ...]
+    repeats: int
+    split: str
+    split_rows: int
+    chosen: str
+    rows: int
+    temperature: float
+    with_original: bool
+    rewritten_by: str | None
+
+
+# The models Zhang et al. name, as ids begin (the paper names no dated snapshot): GPT-4o (not -mini), Claude-3.7-Sonnet
+PAPER_MODELS = {"GPT-4o": ("gpt-4o", ("gpt-4o-mini",)), "Claude-3.7-Sonnet": ("claude-3-7-sonnet", ())}
+
+
+def paper_model(model_id: str) -> str | None:
+    """The paper's name for `model_id` (PAPER_MODELS), or None."""
+    m = model_id.lower().rsplit("/", 1)[-1]
+    for name, (prefix, other) in PAPER_MODELS.items():
+        if m.startswith(prefix) and not m.startswith(other):
+            return name
+    return None
+
+
+def _conditions(s: Setup) -> list[str]:
+    """Both figures rest on Train-Mod: conditions rewritten by GPT-4o (§2.1)."""
+    if s.rewritten_by is None:
+        return ["conditions=original (paper: rewritten by GPT-4o, Train-Mod)"]
+    if paper_model(s.rewritten_by) != "GPT-4o":
+        return [f"conditions rewritten by {s.rewritten_by} (paper: GPT-4o)"]
+    return []
+
+
+def judge_alpha(s: Setup) -> str:
+    """Alpha 0.865 (§3): Claude-3.7-Sonnet rating a random 100 of Train-Mod's rows five times each."""
+    why = []
+    if [paper_model(m) for m in s.models] != ["Claude-3.7-Sonnet"]:
+        why.append(f"model={', '.join(s.models)} (paper: Claude-3.7-Sonnet)")
+    if s.repeats != 5:
+        why.append(f"repeats={s.repeats} (paper: 5)")
+    if s.split != "train":
+        why.append(f"split={s.split} (paper: train)")
+    if s.chosen != "sample" or s.rows != 100:
+        why.append(f"rows={_rows(s)} (paper: a random 100)")
+    why += _conditions(s)
+    return _verdict(why, s, "Claude-3.7-Sonnet, 5 repeats of a random 100 train rows, GPT-4o's conditions")
+
+
+def judge_kappa(s: Setup) -> str:
+    """Kappa 0.247 (§3): Train-Orig against Train-Mod-Reanno, every train row labelled V(human + GPT-4o + Claude)."""
+    why = []
+    names = sorted(str(paper_model(m)) for m in s.models)
+    if names != ["Claude-3.7-Sonnet", "GPT-4o"] or not s.with_original:
+        ours = " + ".join(["human"] * s.with_original + list(s.models))
+        why.append(f"labels=V({ours}) (paper: V(human + GPT-4o + Claude-3.7-Sonnet), reannotate-merge)")
+    if s.repeats != 1:
+        why.append(f"repeats={s.repeats} (paper: one rating per model, §2.2)")
+    if s.split != "train":
+        why.append(f"split={s.split} (paper: train)")
+    if s.chosen != "all" or s.rows != s.split_rows:
+        why.append(f"rows={_rows(s)} (paper: all {s.split_rows:,})")
+    why += _conditions(s)
+    return _verdict(why, s, "every train row, V(human + GPT-4o + Claude-3.7-Sonnet), GPT-4o's conditions")
+
+
+def _rows(s: Setup) -> str:
+    how = {"sample": "a seeded sample", "first": "the first rows", "all": "all"}.get(s.chosen, s.chosen)
+    return f"{s.rows:,} ({how})"
+
+
+def _verdict(why: list[str], s: Setup, shared: str) -> str:
+    """As a run's: "comparable (...)" naming what it shares, or "not comparable (reasons)". The paper states no
+    temperature: ours is said either way, never a reason."""
+    unstated = f"temperature {s.temperature:g}: the paper states none"
+    if why:
+        return f"not comparable ({'; '.join([*why, unstated])})"
+    return f"comparable ({shared}; {unstated})"

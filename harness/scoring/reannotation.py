@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,3 +203,12 @@ def merged_label(per_model: Sequence[Sequence[int | None]], original: float | No
     if original is not None:
         votes.append(float(original))
     return math.floor(sum(votes) / len(votes) + 0.5)
+
+
+def merged_labels(
+    per_model: Sequence[Mapping[str, Sequence[int | None]]], original: Mapping[str, float | None]
+) -> dict[str, int | None]:
+    """Zhang et al. 2025's V(y_human + y_GPT-4o + y_Claude) (§2.2, Table 11) for every item of `original`: each
+    model's ratings of an item (its repeats; an item a model did not rate: no vote) and the item's original label,
+    through merged_label. Items in `original` order; None where no model gave a valid rating."""
+    return {uid: merged_label([m.get(uid, ()) for m in per_model], label) for uid, label in original.items()}

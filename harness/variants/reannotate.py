@@ -41,6 +41,9 @@ class Settings:
     repeats: int = 1
     temperature: float = 0.0
     with_original: bool = False  # the label: the mean of the ratings and the original label (Zhang et al.'s V())
+    # --conditions FILE: each row rated under the condition another run rewrote (Zhang et al.: GPT-4o's, rated by
+    # GPT-4o and Claude alike); uid -> condition, for every row rated
+    given_conditions: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,10 @@ def estimate(config: RunConfig, settings: Settings, examples: Sequence[Example])
     if settings.rewrite_conditions:
         rendered = condition_requests(examples, PromptRenderer(CONDITION_TEMPLATE), config.max_tokens)
         steps.append(Step("conditions", config, rendered, price))
-    ratings = rating_requests(examples, {}, shot_views(), PromptRenderer(RATING_TEMPLATE), settings, config.max_tokens)
+    given = settings.given_conditions or {}
+    ratings = rating_requests(
+        examples, given, shot_views(), PromptRenderer(RATING_TEMPLATE), settings, config.max_tokens
+    )
     steps.append(Step("ratings", config, [r for repeat in ratings for r in repeat], price))
     return dry_run_estimate(steps, price)
 
@@ -178,6 +184,8 @@ def reannotate(config: RunConfig, settings: Settings, examples: Sequence[Example
             # A condition the model did not give back stays as it was (counted: condition_readings).
             conditions[e.id] = str(r.value) if r.valid else e.condition
             replies.append(_reply("condition", e, None, c, text, r))
+    elif settings.given_conditions is not None:  # another run's rewrite: no condition step here
+        conditions = {e.id: settings.given_conditions[e.id] for e in examples}
     renderer = PromptRenderer(RATING_TEMPLATE)
     repeats = rating_requests(examples, conditions or {}, shot_views(), renderer, settings, config.max_tokens)
     flat = [r for repeat in repeats for r in repeat]

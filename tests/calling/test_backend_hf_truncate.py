@@ -1,10 +1,12 @@
 """--truncate-input: the reference code's `truncation=True` for the T5 family (run_sts_fewshot.py), on real transformers
-with a tiny T5 saved to disk; only the hf backend truncates, and `paper` is 512 for the T5 family alone."""
+with a tiny T5 saved to disk; only the hf backend truncates, and `paper` is, for the T5 family alone, the tokenizer's
+own model_max_length, recorded with the tokenizer's revision."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,9 +14,9 @@ import pytest
 pytest.importorskip("torch", reason='the hf extra is not installed: pip install -e ".[hf]"')
 pytest.importorskip("transformers", reason='the hf extra is not installed: pip install -e ".[hf]"')
 
-from harness.calling.backends.hf import HFBackend
+from harness.calling.backends.hf import HFBackend, from_config
 from harness.cli.main import main
-from harness.config.settings import LocalOptions
+from harness.config.settings import LocalOptions, RunConfig
 from harness.types import Request
 from tests.tiny_models import save_tiny_t5, shared
 
@@ -45,12 +47,47 @@ def test_a_prompt_is_cut_as_the_reference_codes_tokenizer_cuts_it(t5_dir: Path) 
     assert backend.describe()["truncate_input"] == 12
 
 
-def test_a_cli_run_records_the_cut(t5_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["--backend", "hf", "--model", str(t5_dir), "--dataset", "stsb", "--limit", "3", "--template", "paper"]
+REVISION = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _with_limit(t5_dir: Path, folder: Path, limit: int | None) -> Path:
+    """The tiny T5 copied into `folder` with its tokenizer saying `limit` (None: no limit stated, as the tiny one)."""
+    shutil.copytree(t5_dir, folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config.pop("model_max_length", None)
+    if limit is not None:
+        config["model_max_length"] = limit
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.mark.parametrize(("limit", "cut"), [(512, 512), (2048, 2048), (None, None)])
+def test_a_cli_run_records_the_cut(
+    limit: int | None, cut: int | None, t5_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `paper` is the tokenizer's own model_max_length, what truncation=True cuts at (Flan-UL2's: 512, now 2048);
+    # a tokenizer that states none is not cut, as the reference code's was not
+    model = _with_limit(t5_dir, tmp_path / "t5", limit)
+    argv = ["--backend", "hf", "--model", str(model), "--dataset", "stsb", "--limit", "3", "--template", "paper"]
     argv += ["--shots", "4", "--instr", "long", "--truncate-input", "paper", "--no-progress"]
     assert main([*argv, "--results-dir", str(tmp_path), "--run-id", "cut"]) == 0, capsys.readouterr().err
     config = json.loads((tmp_path / "cut" / "config.json").read_text())
-    assert (config["template"], config["backend_params"]["truncate_input"]) == ("stsb/t5-long.j2", 512)
+    params = config["backend_params"]
+    assert (config["template"], params.get("truncate_input")) == ("stsb/t5-long.j2", cut)
+    assert params["tokenizer"] == {"model_max_length": limit, "revision": None}  # a plain folder has no revision
+
+
+def test_paper_cuts_at_the_tokenizers_limit_and_records_its_revision(t5_dir: Path, tmp_path: Path) -> None:
+    # A hub snapshot (how the cache holds google/flan-ul2): its commit is the tokenizer's revision. Before, `paper`
+    # cut every T5-family model at 512 whatever its tokenizer said, and recorded no revision.
+    snapshot = _with_limit(t5_dir, tmp_path / "models--google--flan-ul2" / "snapshots" / REVISION, 24)
+    backend = from_config(RunConfig(model=str(snapshot), backend="hf", truncate_input="paper"))
+    (item,) = backend.tokenize([Request("0", LONG)])
+    assert len(item.ids) == 24 and item.ids[-1] == backend.load().tokenizer.eos_token_id
+    params = backend.describe()
+    assert (params["truncate_input"], params["tokenizer"]) == (24, {"model_max_length": 24, "revision": REVISION})
+    plain = from_config(RunConfig(model=str(snapshot), backend="hf", truncate_input="12")).describe()
+    assert plain["truncate_input"] == 12 and "tokenizer" not in plain  # a number asked for is kept as asked
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SUBCOMMANDS = ("extract", "data-report", "overlap", "report", "compare", "batches")
+SUBCOMMANDS = ("extract", "data-report", "overlap", "report", "compare", "batches", "reannotate-merge")
 FREE = ("overlap", "random", *(("smollm2-135m",) if os.environ.get("DOCS_REAL_MODELS") else ()))
 
 

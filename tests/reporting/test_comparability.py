@@ -17,6 +17,10 @@ from tests.synthetic_runs import make_run
 REFERENCE = {"shot_sampler": "reference"}  # the published k>0 rows' stream (run_sts_fewshot.py, seed 42)
 T5 = {"backend": "hf", "backend_params": {"chat_template": False, "truncate_input": 512}} | REFERENCE
 TU_SPLIT = {"labels": "reannotated", "subset": "reannotated-test"}
+# Tu et al. name gpt-3.5-turbo-1106 (§4.1) and gpt-3.5-turbo-0125 (Table 8); they state no protocol of their own
+GPT35 = "gpt-3.5-turbo-1106 or gpt-3.5-turbo-0125"
+BOTH = GPT35 + " (the paper names both: either accepted)"
+ASSUMED = ", Deshpande et al.'s token budget, temperature and parse assumed (Tu et al. state none)"
 
 
 def verdict(tmp_path: Path, model: str, n: int = 2834, **kw: Any) -> tuple[str, str]:
@@ -113,23 +117,25 @@ def test_a_run_with_every_setting_as_published_says_so(tmp_path: Path, model: st
         (
             "gpt-3.5-turbo-1106",
             {"instr": "tu-base", "config": TU_SPLIT},
-            "comparable: every setting as published (template tu-base, gpt-3.5-turbo-1106)",
+            f"comparable: every setting as published (template tu-base, {BOTH}"
+            ", Deshpande et al.'s token budget, temperature and parse assumed (Tu et al. state none))",
         ),
         # Table 4's QA rows score GPT-3.5's answers, whichever model scores them
         (
             "gpt-4-0125-preview",
             {"instr": "qa", "config": TU_SPLIT | {"variant": "qa", "answer_model": "gpt-4-0125-preview"}},
-            "not comparable (answer_model=gpt-4-0125-preview (paper: gpt-3.5-turbo-1106))",
+            "not comparable (answer_model=gpt-4-0125-preview (paper: gpt-3.5-turbo-1106 or gpt-3.5-turbo-0125))",
         ),
         (
             "gpt-4-0125-preview",
             {"instr": "qa", "config": TU_SPLIT | {"variant": "qa", "answer_model": "gpt-3.5-turbo-1106"}},
-            "comparable: every setting as published (template qa, gpt-4-0125-preview, gpt-3.5-turbo-1106's answers)",
+            f"comparable: every setting as published (template qa, gpt-4-0125-preview, {GPT35}'s answers"
+            f" (the paper names both: either accepted){ASSUMED})",
         ),
         (
             "gpt-4-0125-preview",
             {"instr": "qa", "config": TU_SPLIT | {"variant": "qa", "settings": {"answers": "old/answers.jsonl"}}},
-            "not comparable (answers=old/answers.jsonl (paper: gpt-3.5-turbo-1106's answers; a reused file's "
+            f"not comparable (answers=old/answers.jsonl (paper: {GPT35}'s answers; a reused file's "
             "writer is not checked))",
         ),
     ],
@@ -215,3 +221,52 @@ def test_every_published_setting_is_judged_somewhere() -> None:
     published = {name_of(d) for d in marked(RunConfig, Affects.PUBLISHED)}
     assert set(JUDGED) <= published
     assert set(published_settings({})) == published - set(JUDGED)
+
+
+# Flan-UL2's tokenizer said model_max_length 512 when released and says 2048 now; the paper does not say which
+# revision it loaded. Before, `paper` meant 512 for every T5-family name and a cut at 512 was "comparable" however
+# long the prompts, a cut at 2048 "not comparable".
+UL2_CUT = "Flan-UL2's tokenizer said 512 when released and says 2048 now, and which one the published run loaded is not"
+UL2 = {"instr": "t5-long", "shots": 2, "new_fields": True, "served": "google/flan-ul2"}
+
+
+@pytest.mark.parametrize(
+    ("cut", "first_usage", "note"),
+    [
+        (
+            2048,
+            700,
+            f"uncertain (truncate_input=2048 (paper: 512 or 2048: {UL2_CUT} known; its longest prompt 700 tokens))",
+        ),
+        (
+            512,
+            512,
+            f"uncertain (truncate_input=512 (paper: 512 or 2048: {UL2_CUT} known; its longest prompt 512 tokens))",
+        ),
+        # no prompt reached 512 tokens: neither limit cut anything, so the run is the paper's whichever it was
+        (
+            2048,
+            0,
+            "comparable: every setting as published (template t5-long, reference shots, seed 42, no prompt "
+            "reached 512 tokens, under either tokenizer limit (512, 2048))",
+        ),
+        (1024, 0, "not comparable (truncate_input=1024 (paper: 512 or 2048, the reference code's T5 tokenizer))"),
+    ],
+)
+def test_flan_ul2s_cut_is_uncertain_unless_no_prompt_reached_either_limit(
+    tmp_path: Path, cut: int, first_usage: int, note: str
+) -> None:
+    import json
+
+    config = T5 | {"backend_params": {"chat_template": False, "truncate_input": cut}}
+    run_dir = make_run(tmp_path / "results", "run", "google/flan-ul2", n=2834, config=config, **UL2)
+    rows = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
+    for i, r in enumerate(rows):  # every prompt 100 tokens long, the first `first_usage` where given
+        r["usage"]["input_tokens"] = first_usage if i == 0 and first_usage else 100
+    (run_dir / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run_dir / "manifest.json").unlink()  # edited by hand: a folder of before manifests, read as it is
+    out = write_report([run_dir], tmp_path / "report")
+    (row,) = pd.read_csv(out / "published.csv").itertuples()
+    got = row.paper_note if isinstance(row.paper_note, str) else row.paper_match
+    assert (row.paper_source, got) == ("Deshpande et al. 2023, Table 11", note)
+    assert pd.isna(row.diff_spearman) == note.startswith(("uncertain", "not comparable"))  # no Δ unless comparable

@@ -9,6 +9,10 @@ from harness.reporting.paper_settings import differences, matched, paper_of, pap
 D11, TU = "Deshpande et al. 2023, Table 11", "Tu et al. 2024, Table 4"
 GPT = {"template": "long", "shot_sampler": "reference", "shot_seed": 42, "model": "gpt-4-0314", "max_tokens": 20}
 T5 = GPT | {"template": "t5-long", "model": "google/flan-t5-xl", "truncate_input": 512}
+# Tu et al. name gpt-3.5-turbo-1106 (§4.1) and gpt-3.5-turbo-0125 (Table 8); they state no protocol of their own
+GPT35 = "gpt-3.5-turbo-1106 or gpt-3.5-turbo-0125"
+BOTH = GPT35 + " (the paper names both: either accepted)"
+ASSUMED = ", Deshpande et al.'s token budget, temperature and parse assumed (Tu et al. state none)"
 
 
 @pytest.mark.parametrize(
@@ -86,7 +90,7 @@ T5 = GPT | {"template": "t5-long", "model": "google/flan-t5-xl", "truncate_input
             0,
             "qa-answers",
             GPT | {"template": "qa", "model": "gpt-4-0125-preview", "answer_model": "gpt-3.5-turbo"},
-            ["answer_model=gpt-3.5-turbo (paper: gpt-3.5-turbo-1106)"],
+            ["answer_model=gpt-3.5-turbo (paper: gpt-3.5-turbo-1106 or gpt-3.5-turbo-0125)"],
         ),
         (
             TU,
@@ -118,7 +122,8 @@ def test_matched_lists_what_a_comparable_run_shares() -> None:
         == "comparable: every setting as published (template none, gpt-4-0314)"
     )
     assert matched(TU, "GPT-3.5", "short", 0, "qa-answers") == (
-        "comparable: every setting as published (template qa, gpt-3.5-turbo-1106, gpt-3.5-turbo-1106's answers)"
+        f"comparable: every setting as published (template qa, {BOTH}, {GPT35}'s answers"
+        f" (the paper names both: either accepted){ASSUMED})"
     )
     assert (paper_of(" Tu et al. 2024 , Table 4"), paper_template(TU, "GPT-4", "short", "qa-embed")) == (
         "Tu et al. 2024",
@@ -187,5 +192,5 @@ def test_matched_at_one_shot_and_for_tus_base_prompt() -> None:
         "comparable: every setting as published (template none, reference shots, seed 42, gpt-4-0314)"
     )
     assert matched(TU, "GPT-3.5", "short", 0, "sentences") == (
-        "comparable: every setting as published (template tu-base, gpt-3.5-turbo-1106)"
+        f"comparable: every setting as published (template tu-base, {BOTH}{ASSUMED})"
     )

@@ -129,3 +129,61 @@ def test_published_names_cover_both_names_of_one_model() -> None:
     assert published_names("GPT-3.5-Turbo") == {"GPT-3.5", "ChatGPT-3.5"}
     assert published_names("gpt-4-0314") == {"GPT-4"}
     assert published_names("gpt-4o") == set()
+
+
+def test_tus_two_gpt35_snapshots_are_both_accepted_and_the_verdict_says_so() -> None:
+    # Tu et al. 2024 name gpt-3.5-turbo-1106 in §4.1 and gpt-3.5-turbo-0125 in Table 8 (pricing of the models
+    # "used in the paper"). Before, 0125 matched no published row at all, and as served it was "not comparable".
+    from harness.reporting.paper_settings import matched
+
+    published = load_published()
+    tu = {"dataset": "csts", "split": "reannotated-test-30pct", "instr": "short", "shots": 0}
+    tu |= {"labels": "reannotated"}
+    rows = [match(published, m, **tu) for m in ("gpt-3.5-turbo-0125", "gpt-3.5-turbo-1106", "gpt-3.5-turbo-0301")]
+    assert [r.source if r else None for r in rows] == ["Tu et al. 2024, Table 4"] * 3
+    row = rows[0]
+    assert row is not None and row.model == "GPT-3.5"
+    base = PAPER | {"template": "tu-base", "temperature": 0.0}
+    assert not_comparable(row, 786, 0, base | {"model": "gpt-3.5-turbo-0125"}) is None
+    assert not_comparable(row, 786, 0, base | {"model": "gpt-3.5-turbo", "served_model": "gpt-3.5-turbo-0125"}) is None
+    assert not_comparable(row, 786, 0, base | {"model": "gpt-3.5-turbo-0301"}) == (
+        "not comparable (model=gpt-3.5-turbo-0301 (paper: gpt-3.5-turbo-1106 or gpt-3.5-turbo-0125))"
+    )
+    assert matched(row.source, row.model, row.instr, 0, row.variant) == (
+        "comparable: every setting as published (template tu-base, gpt-3.5-turbo-1106 or gpt-3.5-turbo-0125 "
+        "(the paper names both: either accepted), Deshpande et al.'s token budget, temperature and parse assumed "
+        "(Tu et al. state none))"
+    )
+    qa = match(published, "gpt-4-0125-preview", **tu, variant="qa-answers")
+    assert qa is not None
+    answers = PAPER | {"template": "qa", "model": "gpt-4-0125-preview"}
+    assert not_comparable(qa, 786, 0, answers | {"answer_model": "gpt-3.5-turbo-0125"}) is None
+
+
+def test_a_tu_cell_says_its_protocol_is_deshpandes_assumed() -> None:
+    # Tu et al. state no token budget, temperature or parsing rule: the harness judges their rows by Deshpande et
+    # al.'s protocol and says so where a difference is shown; a Deshpande et al. row's verdict is unchanged.
+    published = load_published()
+    tu = match(published, "gpt-4-0125-preview", "csts", "reannotated-test-30pct", "short", 0, labels="reannotated")
+    assert tu is not None
+    base = PAPER | {"template": "tu-base", "model": "gpt-4-0125-preview"}
+    assert not_comparable(tu, 786, 0, base | {"temperature": 0.7, "max_tokens": 50, "parse": "last-number"}) == (
+        "not comparable (parse=last-number (paper: first-number; Deshpande et al.'s, Tu et al. state none); "
+        "temperature=0.7 (paper: 0.0; Deshpande et al.'s, Tu et al. state none); "
+        f"max_tokens=50 (paper: {GPT_TOKENS}; Deshpande et al.'s, Tu et al. state none))"
+    )
+    assert not_comparable(_gpt4(), 2834, 0, PAPER | {"temperature": 0.7, "model": "gpt-4-0314"}) == (  # type: ignore[arg-type]
+        "not comparable (temperature=0.7 (paper: 0.0))"
+    )
+
+
+def test_a_sampled_run_names_each_difference_once() -> None:
+    # temperature and repeats are in the protocol and were also judged against their declared defaults: each
+    # difference was listed twice ("temperature=0.7 (paper: 0.0); ...; temperature=0.7 (paper: 0.0)")
+    from harness.reporting.paper_settings import published_settings
+
+    identity = PAPER | {"temperature": 0.7, "repeats": 3, "model": "gpt-4-0314"}
+    identity |= {"published": published_settings({"temperature": 0.7, "repeats": 3})}
+    assert not_comparable(_gpt4(), 2834, 0, identity) == (  # type: ignore[arg-type]
+        "not comparable (temperature=0.7 (paper: 0.0); repeats=3 (paper: 1))"
+    )

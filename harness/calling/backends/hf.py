@@ -22,7 +22,7 @@ from harness.calling.backends import hf_steps, local_models
 from harness.calling.backends.base import LocalBackend
 from harness.calling.backends.description import Description, constrain_scale
 from harness.calling.backends.thinking import Thinking, thinking_record
-from harness.config.paper import truncation
+from harness.config.paper import PAPER, tokenizer_limit, truncation
 from harness.config.settings import LocalOptions, RunConfig
 from harness.types import Completion, HarnessError, Request, Usage
 
@@ -50,6 +50,8 @@ def from_config(config: RunConfig, line: Description) -> HFBackend:
     chat = line.chat_mode(config)
     expected, constrain = config.scoring == "expected", constrain_scale(config)
     truncate = truncation(config.truncate_input, config.model)
+    # `paper` on a T5-family model: the loaded tokenizer's own limit, as the reference code's truncation=True
+    paper_limit = config.truncate_input == PAPER and truncate is not None
     return HFBackend(
         config.model,
         config.local,
@@ -58,6 +60,7 @@ def from_config(config: RunConfig, line: Description) -> HFBackend:
         thinking=line.reasoning(config),
         constrain=constrain,
         truncate=truncate,
+        paper_limit=paper_limit,
         progress=config.progress,
     )
 
@@ -76,10 +79,15 @@ class HFBackend(LocalBackend):
         thinking: Thinking | None = None,
         constrain: tuple[int, ...] | None = None,
         truncate: int | None = None,
+        paper_limit: bool = False,
         progress: bool = True,
     ) -> None:
         self.model = model
-        self.truncate = truncate  # --truncate-input: prompt tokens kept (the reference code's T5 tokenizer: 512)
+        self.truncate = truncate  # --truncate-input: prompt tokens kept
+        # --truncate-input paper: `truncate` is replaced by the tokenizer's model_max_length once it is read
+        # (`cut`), with the tokenizer's revision recorded beside it: Flan-UL2's said 512, now 2048.
+        self.paper_limit = paper_limit
+        self._tokenizer_record: dict[str, object] | None = None
         self.progress = progress  # --no-progress: no bar of ours, none of transformers' either
         self.options = options
         self.expected = expected
@@ -109,12 +117,39 @@ class HFBackend(LocalBackend):
             record["packaged_weights"] = self._packaged
         if self.expected:
             record["score_probs"] = "softmax of the first output position's logits, summed per integer token 0-10"
-        if self.truncate is not None:  # run_sts_fewshot.py: tokenizer(..., truncation=True), the end cut off
-            record["truncate_input"] = self.truncate
+        if self.paper_limit:  # the tokenizer's own limit and which revision of it said so
+            record["tokenizer"] = self.tokenizer_record()
+        truncate = self.cut()
+        if truncate is not None:  # run_sts_fewshot.py: tokenizer(..., truncation=True), the end cut off
+            record["truncate_input"] = truncate
         if self.constrain is not None:
             mechanism = "prefix_allowed_tokens_fn: first token one of the scale's integer tokens, then EOS"
             record["constrain"] = {"mechanism": mechanism, "scale": list(self.constrain)}
         return record | thinking_record(self.thinking)
+
+    def cut(self) -> int | None:
+        """Prompt tokens kept: --truncate-input N, or under `paper` the tokenizer's model_max_length."""
+        if not self.paper_limit:
+            return self.truncate
+        limit = self.tokenizer_record()["model_max_length"]
+        return limit if isinstance(limit, int) else None
+
+    def tokenizer_record(self) -> dict[str, object]:
+        """The tokenizer's stated limit (None: none stated, so `truncation=True` cuts nothing) and its hub revision
+        (the commit of the cached snapshot; None for a local folder, which has none)."""
+        if self._tokenizer_record is None:
+            tf, source = self.transformers, self.source()
+            try:
+                limit = tokenizer_limit(tf.AutoTokenizer.from_pretrained(source).model_max_length)
+                found = tf.utils.cached_file(
+                    source, "tokenizer_config.json", _raise_exceptions_for_missing_entries=False
+                )
+            except (OSError, ValueError, ImportError) as e:
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise HarnessError(f"cannot load the tokenizer of {self.model!r}: {first}") from None
+            revision = tf.utils.extract_commit_hash(found, None) if found else None
+            self._tokenizer_record = {"model_max_length": limit, "revision": revision}
+        return self._tokenizer_record
 
     def source(self) -> str:
         """What from_pretrained loads: the converted folder of a packaged model, else the name as given."""
@@ -174,7 +209,8 @@ class HFBackend(LocalBackend):
         """Token ids of each prompt: raw text as the paper sent it, or wrapped in the chat template."""
         tok = self.load().tokenizer
         # The reference code's truncation=True: each prompt cut to its first N tokens (a T5 tokenizer keeps </s>).
-        cut: dict[str, Any] = {"truncation": True, "max_length": self.truncate} if self.truncate is not None else {}
+        limit = self.cut()
+        cut: dict[str, Any] = {"truncation": True, "max_length": limit} if limit is not None else {}
         if self.chat:
             conversations = [[{"role": "user", "content": r.prompt}] for r in requests]
             switch = self.thinking.switch  # Qwen3's enable_thinking; a template without the switch ignores it
