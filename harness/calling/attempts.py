@@ -121,7 +121,7 @@ class Attempts:
         if limiter.tokens is not None and (why := unfit(cost, limiter.tokens.limit, limiter.fixed_tpm)) is not None:
             raise PermanentError(why, fatal=True)  # pacing to it would wait cost/limit minutes a request, forever
         sent = await limiter.acquire(cost)
-        load = limiter.in_flight  # ours in flight as it left, itself included: the latency's context (congestion.py)
+        load = limiter.out  # ours out as it left, itself included: the latency's context (congestion.py)
         timeout = self.options.retry.timeout
         try:
             async with asyncio.timeout(timeout):

@@ -5,7 +5,8 @@ and queues the rest: sent 128 at once, the last of them wait 128 service times, 
 again, while llama.cpp computes a request it has started to the end for nobody. No 429 ever says so. What does is
 the latency: while a server works through requests slower than they are sent, each answer's latency grows with the
 number in flight and the answers a second do not. By Little's law (L = lambda W) a request sent with `load` requests
-of ours in flight (itself included) and answered `latency` later saw the server answer load / latency requests a
+of ours out (itself included, counted in the order they left: a wave's last saw the whole wave ahead of it, its
+first none of it; limiter.py `out`) and answered `latency` later saw the server answer load / latency requests a
 second, whether it queued (a queueing server: the latency is the load over that rate) or not (an API: the latency
 is its own, and the rate is just our load over it). `QueueWatch` keeps that rate smoothed and the fastest answer
 seen (the latency of a request that did not queue) and, when an answer took longer than a few of those (QUEUE_K,

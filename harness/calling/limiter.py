@@ -97,7 +97,11 @@ class Limiter:
         self.queue = QueueWatch(timeout)
         self.timed_out = self.queued = self.answers = 0  # answers: all the answers seen
         self.server_slots: int | None = None
-        self.in_flight = 0
+        self.in_flight = 0  # slots taken: requests out, and those handed a slot that wait at the turnstile
+        # Requests out (past the turnstile, not back), counted one by one as each leaves: a request's `load`, its
+        # place in the order sent (congestion.py). Not `in_flight`: `_wake` hands out a wave's slots all at once,
+        # so every request of a wave would read the whole wave as ahead of it.
+        self.out = 0
         self.clock = clock
         self.fixed_rpm, self.fixed_tpm = rpm is not None, tpm is not None  # the user's word beats the headers
         self.requests = Pacer(rpm / 60.0, REQUEST_BURST) if rpm else None
@@ -136,10 +140,12 @@ class Limiter:
         else:
             self.in_flight += 1
         try:
-            return await self._turnstile(cost)
+            sent = await self._turnstile(cost)
         except asyncio.CancelledError:
             self.cancel()
             raise
+        self.out += 1
+        return sent
 
     def _free_at(self, cost: float) -> float:
         """The earliest time the next request (of `cost` prompt tokens) may leave: pause and buckets."""
@@ -215,6 +221,7 @@ class Limiter:
         back: answered (`ok`), answered 429 (`limited`), abandoned at --timeout (`timed_out`: congestion, as a
         429 is), or none of these (a server error: no news about the rate limit, so the window stays)."""
         now = self.clock()
+        self.out -= 1
         if limits is not None:
             # Headers no rule foresaw are no news; either way the slot below is freed (a leaked one hangs a run).
             with contextlib.suppress(ArithmeticError, ValueError, TypeError):

