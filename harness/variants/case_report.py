@@ -4,7 +4,8 @@ CASE projection's training step (harness/variants/case_ffn.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,8 +14,9 @@ from harness.config.settings import RunConfig
 from harness.prompting.prepared import Prepared
 from harness.scoring.isotropy import DIRECTIONS, isotropy
 from harness.scoring.stats import bootstrap_ci
-from harness.types import Dataset, Example, Scored
+from harness.types import Example, Scored
 from harness.variants.case_inputs import primary_setting, side_vectors
+from harness.variants.case_split import FfnItems
 
 N_BOOTSTRAP = 1000  # as the report's CIs (harness/reporting/report.py N_BOOTSTRAP), seed 0
 
@@ -51,14 +53,14 @@ def ffn_step(
     config: RunConfig,
     prep: Prepared,
     samples: list[Scored],
-    splits: tuple[Dataset, Dataset],
+    items: FfnItems,
     vectors: dict[str, Any],
 ) -> tuple[list[Scored], dict[str, Any], dict[str, str | bytes]]:
-    """Train the projection on the train split's vectors (embedded with the run's), choose its epoch on
-    validation and score the run's queries with it: (the projected samples, the step's metrics, the weights)."""
+    """Train the projection on its training items' vectors (embedded with the run's), choose its epoch on items the
+    run does not score (harness/variants/case_split.py) and score the run's queries with it: (the projected samples,
+    the step's metrics, the weights)."""
     from harness.variants.case_ffn import Pairs, project_cosines, train
 
-    train_split, val_split = splits
     style, setting, e = config.embed.inputs, primary_setting(config), config.embed
 
     def as_pairs(examples: Sequence[Example]) -> Pairs:
@@ -67,8 +69,8 @@ def ffn_step(
         b = np.vstack([y for _, y in got])
         return Pairs(a, b, np.array([ex.label for ex in kept], dtype=float))
 
-    train_pairs, val_pairs = as_pairs(train_split.examples), as_pairs(val_split.examples)
-    trained = train(e.ffn, train_pairs, val_pairs, train_split.label_range, e.ffn_dim, e.ffn_epochs, config.seed)
+    train_pairs, val_pairs = as_pairs(items.train), as_pairs(items.select)
+    trained = train(e.ffn, train_pairs, val_pairs, items.label_range, e.ffn_dim, e.ffn_epochs, config.seed)
     name = f"ffn-{e.ffn}.safetensors"
     out = []
     for s, q in zip(samples, prep.queries, strict=True):
@@ -90,12 +92,23 @@ def ffn_step(
         "n_params": trained.n_params,
         "n_train": len(train_pairs.labels),
         "n_validation": len(val_pairs.labels),
+        "trained_on": items.trained_on,
+        "epoch_chosen_on": items.chosen_on,
+        "labels": items.labels,
+        # what the epoch was chosen on, by id: a reader checks it against samples.jsonl's without the data
+        "epoch_items_sha256": ids_hash(e.id for e in items.select),
+        "train_items_sha256": ids_hash(e.id for e in items.train),
         "weights": name,
         "weights_sha256": trained.sha256,
     }
-    if config.split == "validation":
-        metrics["note"] = "epoch chosen on this same validation split: its Spearman here is optimistic"
+    if items.note is not None:
+        metrics["note"] = items.note
     return out, metrics, {name: trained.weights}
+
+
+def ids_hash(ids: Iterable[str]) -> str:
+    """sha256 of the sorted ids, one a line."""
+    return hashlib.sha256("".join(f"{i}\n" for i in sorted(ids)).encode()).hexdigest()
 
 
 def vectors_for(ex: Example, style: str, setting: str, vectors: Mapping[str, Any]) -> tuple[Any, Any] | None:

@@ -38,6 +38,9 @@ class Description:
     truncates: bool = False  # cuts a prompt over the model's context (--truncate-input)
     samples: bool = True  # decodes at a --temperature above 0 (hf: greedy only)
     embedder: str | None = None  # "module:Class" that embeds the qa-embed variant's answers; None: it cannot
+    # Its embedder can leave an instruction's tokens out of pooling (Request.unpooled; --case-pooling text): an
+    # embeddings API pools all it is sent
+    pools_text: bool = False
     key_env: str | None = None  # the environment variable holding its API key
     url: str | None = None  # the provider's own API: a run sent elsewhere is flagged (results/provenance.py)
     batch: str | None = None  # "module:Class" of its batch endpoint (--batch); None: runs one by one
@@ -106,6 +109,7 @@ BACKENDS: dict[str, Description] = {
         truncates=True,
         samples=False,  # hf_steps.py: greedy generate only
         embedder="harness.calling.backends.embeddings:SentenceTransformerBackend",  # its directory, loaded as one
+        pools_text=True,
         packages=("transformers", "torch"),
         models=tuple(KNOWN_MODELS),  # weights shipped in a package
         local=("dtype", "batch_size"),
@@ -114,7 +118,8 @@ BACKENDS: dict[str, Description] = {
         None,
         "embedder",
         embedder="harness.calling.backends.embeddings:SentenceTransformerBackend",
+        pools_text=True,
         packages=("sentence-transformers", "torch"),
-        local=("batch_size",),
+        local=("batch_size", "trust_remote_code"),
     ),
 }
