@@ -12,7 +12,7 @@ import numpy as np
 
 from harness.config.settings import RunConfig
 from harness.prompting.prepared import Prepared
-from harness.scoring.isotropy import DIRECTIONS, isotropy
+from harness.scoring.isotropy import cosine_to_mean, isotropy_draws
 from harness.scoring.stats import bootstrap_ci
 from harness.types import Example, Scored
 from harness.variants.case_inputs import primary_setting, side_vectors
@@ -21,9 +21,10 @@ from harness.variants.case_split import FfnItems
 N_BOOTSTRAP = 1000  # as the report's CIs (harness/reporting/report.py N_BOOTSTRAP), seed 0
 
 
-def setting_metrics(samples: Sequence[Scored], vectors: Sequence[tuple[Any, Any]], seed: int = 0) -> dict[str, Any]:
-    """n, errors, Spearman and Pearson (×100) with 95% CIs resampling sentence pairs, and I_iso of every vector
-    the setting compared (both sides, stacked)."""
+def setting_metrics(samples: Sequence[Scored], vectors: Sequence[tuple[Any, Any]]) -> dict[str, Any]:
+    """n, errors, Spearman and Pearson (×100) with 95% CIs resampling sentence pairs, and of every vector the
+    setting compared (both sides, stacked) I_iso (mean and sd over seeded draws of directions) and the cosine to
+    their mean (Table 8)."""
     ok = [s for s in samples if s.prediction is not None and s.label is not None]
     out: dict[str, Any] = {"n": len(ok), "errors": sum(s.error is not None for s in samples)}
     if len(ok) >= 3:
@@ -32,7 +33,10 @@ def setting_metrics(samples: Sequence[Scored], vectors: Sequence[tuple[Any, Any]
         for name, interval in ci.items():
             out[name], out[f"{name}_ci"] = interval.estimate, [interval.low, interval.high]
     stacked = [v for pair in vectors for v in pair]
-    out["isotropy"] = isotropy(np.vstack(stacked), DIRECTIONS, seed) if stacked else None
+    iso = isotropy_draws(np.vstack(stacked)) if stacked else None
+    out["isotropy"] = None if iso is None else iso["mean"]
+    out["isotropy_sd"], out["isotropy_draws"] = (None, None) if iso is None else (iso["sd"], iso["draws"])
+    out["cos_to_mean"] = cosine_to_mean(np.vstack(stacked)) if stacked else None
     return out
 
 
