@@ -69,7 +69,7 @@ def print_summary(m: dict[str, Any], model: str | None = None) -> None:
         print("expected score (from log-probabilities; not the paper's rule): " + metrics_line(m, EXPECTED))
     if "expected_note" in m:
         print(f"note: {m['expected_note']}")
-    case = m.get("case") if isinstance(m.get("case"), dict) else {}
+    case: dict[str, Any] = m["case"] if isinstance(m.get("case"), dict) else {}
     if case.get("pooling"):  # --variant case: what was pooled, and the projection's items (case_split.py)
         print(case_line(case))
     if isinstance(case.get("ffn"), dict):
@@ -83,7 +83,10 @@ def case_line(case: dict[str, Any]) -> str:
     """--variant case: the pooling done (text: the encoded text's tokens only, Zhang et al. 2025 §3.1) and why it is
     not the one asked for, the encoder's method, whether its vectors came normalised."""
     method = f", the encoder's {case['pooling_method']} pooling" if case.get("pooling_method") else ""
-    normal = {True: ", vectors normalised", False: ", vectors not normalised"}.get(case.get("normalized"), "")
+    normalized = case.get("normalized")
+    normal = (
+        "" if not isinstance(normalized, bool) else ", vectors " + ("normalised" if normalized else "not normalised")
+    )
     note = f" ({case['pooling_note']})" if case.get("pooling_note") else ""
     return f"pooling: {case['pooling']}{method}{normal}{note}"
 
