@@ -58,8 +58,9 @@ def cosine_to_mean(embeddings: ArrayLike) -> dict[str, float] | None:
     if x.ndim != 2 or len(x) < 2:
         return None
     mu = x.mean(axis=0)
-    norms = np.linalg.norm(x, axis=1) * np.linalg.norm(mu)
-    if not np.all(norms > 0):
+    rows = np.linalg.norm(x, axis=1)
+    if not np.all(rows > 0) or np.linalg.norm(mu) <= 1e-12 * rows.max():  # a mean of rounding noise has no direction
         return None
+    norms = rows * np.linalg.norm(mu)
     cos = (x @ mu) / norms
     return {"mean": float(cos.mean()), "sd": float(cos.std(ddof=1))}
