@@ -1,5 +1,5 @@
-"""Zhang et al. 2025 (CASE) Tables 1, 3, 4 and 10 in paper_results.csv, with their encoders; no run of ours is set against
-them (their test part of their own re-annotation is not in the harness), and another encoder matches nothing."""
+"""Zhang et al. 2025 (CASE) Tables 1, 3, 4 and 10 in paper_results.csv, with their encoders; no run of ours is set
+against them (their test part of their own re-annotation is not in the harness), and another encoder matches nothing."""
 
 from __future__ import annotations
 
