@@ -157,16 +157,18 @@ class SentenceTransformerBackend(LocalBackend):
             return list(encoder.encode(texts, batch_size=self.batch_size))  # type: ignore[attr-defined]
         from sentence_transformers.sentence_transformer.modules import Pooling
 
-        if not any(isinstance(m, Pooling) for m in encoder):  # type: ignore[attr-defined]
+        pooling = next((m for m in encoder if isinstance(m, Pooling)), None)  # type: ignore[attr-defined]
+        if pooling is None:
             raise HarnessError(
                 f"{self.model} has no Pooling module to leave the instruction out of (it pools in its own code): "
                 "pass --case-pooling whole"
             )
+        was = pooling.include_prompt
         encoder.set_pooling_include_prompt(False)  # type: ignore[attr-defined]
         try:
             return list(encoder.encode(texts, prompt=prefix, batch_size=self.batch_size))  # type: ignore[attr-defined]
         finally:
-            encoder.set_pooling_include_prompt(True)  # type: ignore[attr-defined]
+            encoder.set_pooling_include_prompt(was)  # type: ignore[attr-defined]
 
     async def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
         encoder = self._load()
