@@ -162,6 +162,8 @@ def requests(
     config: RunConfig, queries: tuple[Example, ...], shots: tuple[tuple[Example, ...], ...], renderer: PromptRenderer
 ) -> tuple[Request, ...]:
     check(config)
+    if config.embed.ffn != "none":  # before anything is written: no items left to learn the run's labels from
+        ffn_items(config, queries)
     return _requests(config, texts_of(queries, config.embed.inputs, settings_for(config)))
 
 

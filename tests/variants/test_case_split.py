@@ -96,3 +96,15 @@ def test_the_run_records_and_prints_the_items_it_trained_and_chose_on(
     assert ffn["epoch_chosen_on"] == "the validation items this run does not score" and "note" not in ffn
     assert f"epoch {ffn['best_epoch']} of 3 chosen on the validation items this run does not score (n=14)" in out
     assert "ffn: linear, trained on the train split (original labels) (n=80, labels original)" in out
+
+
+def test_re_annotated_labels_with_no_item_left_to_learn_from_are_one_line_before_anything_is_written(
+    full_size: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--variant", "case", "--backend", "openai", "--model", "text-embedding-3-small", "--data-dir",
+            str(full_size), "--results-dir", str(tmp_path / "r"), "--run-id", "f", "--base-url",
+            "http://127.0.0.1:9/v1", "--no-progress", "--labels", "reannotated", "--case-ffn", "linear"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --case-ffn with --labels reannotated") and "only 0" in err[0]
+    assert not (tmp_path / "r").exists()
