@@ -46,6 +46,10 @@ class Request:
     # The n-th asking of the same prompt (repeat-run agreement, harness/variants/reannotate.py): never sent, but
     # part of the cache key when not 0, so that repeats are answered anew rather than copied from the cache.
     sample: int = 0
+    # An embedding request's first `unpooled` characters (an instruction) steer the encoder but are left out of its
+    # pooling (Zhang et al. 2025 §3.1: only the encoded text's tokens are pooled); 0: every token is pooled. Sent
+    # only to a backend that can (BACKENDS' `pools_text`), and part of the cache key when not 0.
+    unpooled: int = 0
 
 
 @dataclass(frozen=True)

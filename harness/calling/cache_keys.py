@@ -34,6 +34,8 @@ def request_key(backend: Backend, request: Request, params: dict[str, object] | 
     }
     if request.sample:  # only when set: the keys of every request made before `sample` existed stay the same
         identity["sample"] = request.sample
+    if request.unpooled:  # likewise: an instruction left out of pooling is another vector
+        identity["unpooled"] = request.unpooled
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -45,7 +47,8 @@ def _scalar(value: object) -> str:
 
 class KeyMaker:
     """request_key(backend, r, params) for every r, with the shared parts encoded once. The JSON is spelled out
-    in request_key's sorted key order: backend, max_tokens, model, params, prompt, [sample,] temperature, v."""
+    in request_key's sorted key order: backend, max_tokens, model, params, prompt, [sample,] temperature,
+    [unpooled,] v."""
 
     def __init__(self, backend: Backend, params: dict[str, object] | None = None) -> None:
         params = backend.describe() if params is None else params
@@ -58,8 +61,9 @@ class KeyMaker:
         # json.dumps writes a str subclass or a non-str through `default=str`: leave those to the definition.
         encoded = encode_basestring_ascii(prompt) if type(prompt) is str else _ENCODER.encode(prompt)
         sample = f', "sample": {_scalar(request.sample)}' if request.sample else ""
+        unpooled = f', "unpooled": {_scalar(request.unpooled)}' if request.unpooled else ""
         text = (
             f"{self._head}{_scalar(request.max_tokens)}{self._middle}{encoded}{sample}"
-            f', "temperature": {_scalar(request.temperature)}{self._tail}'
+            f', "temperature": {_scalar(request.temperature)}{unpooled}{self._tail}'
         )
         return hashlib.sha256(text.encode()).hexdigest()

@@ -69,9 +69,36 @@ def print_summary(m: dict[str, Any], model: str | None = None) -> None:
         print("expected score (from log-probabilities; not the paper's rule): " + metrics_line(m, EXPECTED))
     if "expected_note" in m:
         print(f"note: {m['expected_note']}")
+    case: dict[str, Any] = m["case"] if isinstance(m.get("case"), dict) else {}
+    if case.get("pooling"):  # --variant case: what was pooled, and the projection's items (case_split.py)
+        print(case_line(case))
+    if isinstance(case.get("ffn"), dict):
+        print(ffn_line(case["ffn"]))
     if "submission" in m:
         print(f"submission: {m['submission']}")
     _report_api(m)
+
+
+def case_line(case: dict[str, Any]) -> str:
+    """--variant case: the pooling done (text: the encoded text's tokens only, Zhang et al. 2025 §3.1) and why it is
+    not the one asked for, the encoder's method, whether its vectors came normalised."""
+    method = f", the encoder's {case['pooling_method']} pooling" if case.get("pooling_method") else ""
+    normalized = case.get("normalized")
+    normal = (
+        "" if not isinstance(normalized, bool) else ", vectors " + ("normalised" if normalized else "not normalised")
+    )
+    note = f" ({case['pooling_note']})" if case.get("pooling_note") else ""
+    return f"pooling: {case['pooling']}{method}{normal}{note}"
+
+
+def ffn_line(ffn: dict[str, Any]) -> str:
+    """--case-ffn: what the projection learned from and chose its epoch on (never the scored items, unless said)."""
+    line = (
+        f"ffn: {ffn.get('kind')}, trained on {ffn.get('trained_on')} (n={ffn.get('n_train')}, labels "
+        f"{ffn.get('labels')}); epoch {ffn.get('best_epoch')} of {ffn.get('epochs')} chosen on "
+        f"{ffn.get('epoch_chosen_on')} (n={ffn.get('n_validation')})"
+    )
+    return line + (f"; note: {ffn['note']}" if ffn.get("note") else "")
 
 
 # Tu et al. 2024 §4.1: Spearman ×100 of the cosine of GPT-3.5's answers (text-embedding-ada-002) with the

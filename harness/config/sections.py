@@ -18,6 +18,7 @@ CASE = "embedding protocol (--variant case, Zhang et al. 2025)"
 CASE_SETTINGS = ("cond-c", "cond", "sent-c", "sent", "plain")  # Zhang et al. 2025, Table 1; plain: the sentence alone
 CASE_INPUTS = ("instruct", "concat")
 CASE_FFNS = ("none", "linear", "nonlinear")
+CASE_POOLINGS = ("text", "whole")  # Zhang et al. 2025 §3.1: the encoded text's tokens only; or every token
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,12 @@ class LocalOptions:
         check=at_least(1),
         affects=Affects.OPERATION,
     )
+    trust_remote_code: bool = option(  # NV-Embed-v2, the CASE paper's best encoder, pools in its own code
+        False,
+        "sentence-transformers: run the Python code a model folder ships (its own modelling or pooling code); "
+        "only for a folder you trust",
+        affects=Affects.REQUEST,
+    )
 
 
 @dataclass(frozen=True)
@@ -211,6 +218,15 @@ class EmbedOptions:
         "as for its MLM encoders",
         metavar="STYLE",
         choices=CASE_INPUTS,
+        affects=Affects.REQUEST | Affects.PUBLISHED,
+    )
+    pooling: str = option(  # §3.1: "the token embeddings of c are aggregated"; the instruction only steers attention
+        "text",
+        "text: pool only the encoded text's tokens (the condition's in cond), the instruction left out, as the "
+        "paper does (a local sentence-transformers model; an embeddings API pools what it is sent); whole: every "
+        "token of the instruction and the text",
+        metavar="MODE",
+        choices=CASE_POOLINGS,
         affects=Affects.REQUEST | Affects.PUBLISHED,
     )
     ffn: str = option(  # the CASE projection (§3.2)

@@ -1,5 +1,6 @@
 """Published numbers (Deshpande et al. 2023 Tables 4, 11, 12; Tu et al. 2024 Table 4; Zhang et al. 2025 "CASE"
-Tables 1, 3, 4) and our model ids for them."""
+Tables 1, 3, 4 and 10) and our model ids for them. Table 10's rows name the encoder's pooling method in their variant
+(case-<setting>-pool-latent|last|average): App. D, the paper's numbers move with it."""
 
 from __future__ import annotations
 

@@ -10,12 +10,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.calling.backends.base import Backend
+from harness.calling.backends.choose import backend_name, described
 from harness.calling.dispatch import call
 from harness.calling.estimate import Step, dry_run_estimate
 from harness.calling.options import DispatchStats, dispatch_options
 from harness.calling.pricing import Price, usage
 from harness.config.settings import RunConfig
-from harness.datasets.choose import describe_dataset, load_dataset
+from harness.datasets.choose import describe_dataset
 from harness.datasets.load import pair_ids
 from harness.prompting.prepared import Prepared
 from harness.prompting.render import PromptRenderer, template_name
@@ -33,6 +34,7 @@ from harness.variants.case_inputs import (
     sides,
     vector_texts,
 )
+from harness.variants.case_split import FfnItems, ffn_items
 
 
 def check(config: RunConfig) -> None:
@@ -48,28 +50,71 @@ def check(config: RunConfig) -> None:
         )
 
 
-def embedding_requests(texts: Iterable[str]) -> tuple[Request, ...]:
-    """One request per distinct text (its id a hash of the text), in a stable order."""
+def embedding_requests(texts: Iterable[str], unpooled: Mapping[str, int] | None = None) -> tuple[Request, ...]:
+    """One request per distinct text (its id a hash of the text), in a stable order; `unpooled`: the length of
+    each text's instruction part, left out of pooling (only where the run pools the text alone: `pooling`)."""
     return tuple(
-        Request("embed-" + hashlib.sha256(t.encode()).hexdigest()[:20], t, max_tokens=0) for t in sorted(set(texts))
+        Request(
+            "embed-" + hashlib.sha256(t.encode()).hexdigest()[:20],
+            t,
+            max_tokens=0,
+            unpooled=(unpooled or {}).get(t, 0),
+        )
+        for t in sorted(set(texts))
     )
 
 
-def texts_of(examples: Sequence[Example], style: str, settings: tuple[str, ...]) -> set[str]:
-    out: set[str] = set()
+def pooling(config: RunConfig) -> tuple[str, str | None]:
+    """The pooling the run does, and why it is not the one asked for (None when it is). text: only the encoded
+    text's tokens (the condition's in cond), as Zhang et al. 2025 §3.1 pool them, the instruction only steering
+    attention; whole: every token of the input string. Only a backend whose embedder can leave tokens out
+    (sentence-transformers) pools the text alone; with concat inputs the whole input is the text."""
+    e = config.embed
+    if e.pooling == "whole":
+        return "whole", None
+    if e.inputs != "instruct":
+        return "whole", None  # CONC(c+s) is itself the text encoded: nothing to leave out
+    if not described(backend_name(config)).pools_text:
+        return "whole", "an embeddings API pools every token it is sent, the instruction's too"
+    return "text", None
+
+
+def encoder_record(config: RunConfig, vectors: Mapping[str, Any]) -> dict[str, Any]:
+    """What the paper's numbers depend on beyond the settings (its Table 10 sets poolings side by side): the
+    encoder's own pooling method where its folder says (mean, cls, lasttoken; "own": in the model's code), and
+    whether the vectors came normalised (every one of unit length within 1e-3), which changes what −c subtracts."""
+    import numpy as np
+
+    from harness.calling.backends.embeddings import folder_pooling
+
+    norms = [float(np.linalg.norm(v)) for v in vectors.values()]
+    method = folder_pooling(config.model) if described(backend_name(config)).pools_text else None
+    return {
+        "pooling_method": method,
+        "normalized": bool(norms) and all(abs(n - 1.0) < 1e-3 for n in norms),
+    }
+
+
+def texts_of(examples: Sequence[Example], style: str, settings: tuple[str, ...]) -> dict[str, int]:
+    """Every text the settings need, with the length of its instruction part."""
+    out: dict[str, int] = {}
     for ex in examples:
         out |= needed(ex, style, settings)
     return out
 
 
+def _requests(config: RunConfig, texts: Mapping[str, int]) -> tuple[Request, ...]:
+    return embedding_requests(texts, texts if pooling(config)[0] == "text" else None)
+
+
 def embed(
-    config: RunConfig, backend: Backend, texts: Iterable[str], price: Price | None, what: str
+    config: RunConfig, backend: Backend, texts: Mapping[str, int], price: Price | None, what: str
 ) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
     """Every text embedded through the usual dispatch (cache, retries, --max-cost): text -> vector, text -> error,
     and the step's usage and dispatch record."""
     import numpy as np
 
-    requests = embedding_requests(texts)
+    requests = _requests(config, texts)
     stats = DispatchStats()
     completions = call(backend, requests, dispatch_options(config, price), stats, desc=f"{what} ({config.model})")
     done = completions.completions
@@ -117,7 +162,9 @@ def requests(
     config: RunConfig, queries: tuple[Example, ...], shots: tuple[tuple[Example, ...], ...], renderer: PromptRenderer
 ) -> tuple[Request, ...]:
     check(config)
-    return embedding_requests(texts_of(queries, config.embed.inputs, settings_for(config)))
+    if config.embed.ffn != "none":  # before anything is written: no items left to learn the run's labels from
+        ffn_items(config, queries)
+    return _requests(config, texts_of(queries, config.embed.inputs, settings_for(config)))
 
 
 def scoring_backend(config: RunConfig) -> Backend:
@@ -141,6 +188,8 @@ def identity(config: RunConfig, prep: Prepared) -> dict[str, Any]:
         "settings": settings_for(config),
     }
     case["instructions_hash"] = hashlib.sha256("\n".join(instructions).encode()).hexdigest()[:16]
+    if pooling(config)[0] == "text":  # only then: a run that pools every token keeps the config_hash it had
+        case["pooling"] = "text"
     if e.ffn != "none":
         case |= {"ffn": e.ffn, "ffn_dim": e.ffn_dim, "ffn_epochs": e.ffn_epochs}
     return {"case": case}
@@ -150,19 +199,20 @@ def run_label(prep: Prepared) -> str:
     return "case"
 
 
-def _ffn_splits(config: RunConfig) -> tuple[Dataset, Dataset]:
-    data = (config.data_dir, config.archive, config.password_file)
-    return load_dataset(config.dataset, "train", *data), load_dataset(config.dataset, "validation", *data)
+def _ffn_items(config: RunConfig, prep: Prepared) -> FfnItems:
+    return ffn_items(config, (prep.whole or prep).queries)  # a --shard part: the whole run's scored items
 
 
 def dry_run(config: RunConfig, prep: Prepared, price: Price | None) -> tuple[list[Scored], dict[str, Any]]:
     steps = [Step("embeddings", config, prep.requests, price)]
     if config.embed.ffn != "none":
-        train_split, val_split = _ffn_splits(config)
+        items = _ffn_items(config, prep)
         style, setting = config.embed.inputs, (primary_setting(config),)
-        more = texts_of(train_split.examples, style, setting) | texts_of(val_split.examples, style, setting)
-        more -= {r.prompt for r in prep.requests}
-        steps.append(Step("ffn_embeddings", config, embedding_requests(more), price))
+        more = texts_of(items.train, style, setting) | texts_of(items.select, style, setting)
+        sent = {r.prompt for r in prep.requests}
+        steps.append(
+            Step("ffn_embeddings", config, _requests(config, {t: n for t, n in more.items() if t not in sent}), price)
+        )
     return scored(prep, config.embed.inputs, primary_setting(config), {}, {}), dry_run_estimate(steps, price)
 
 
@@ -170,19 +220,23 @@ def evaluate(config: RunConfig, prep: Prepared, backend: Backend, price: Price |
     from harness.variants.case_report import ffn_step, pairs_of, setting_metrics
 
     style, primary = config.embed.inputs, primary_setting(config)
-    texts = {r.prompt for r in prep.requests}
-    splits = _ffn_splits(config) if config.embed.ffn != "none" else None
-    if splits is not None:  # one calling step: a backend is closed when its step ends
-        texts |= texts_of(splits[0].examples, style, (primary,)) | texts_of(splits[1].examples, style, (primary,))
+    texts = texts_of(prep.queries, style, settings_for(config))
+    items = _ffn_items(config, prep) if config.embed.ffn != "none" else None
+    if items is not None:  # one calling step: a backend is closed when its step ends
+        texts |= texts_of(items.train, style, (primary,)) | texts_of(items.select, style, (primary,))
     vectors, errors, step = embed(config, backend, texts, price, "embeddings")
     samples = scored(prep, style, primary, vectors, errors)
-    case: dict[str, Any] = {"setting": primary, "inputs": style}
+    done, why = pooling(config)
+    case: dict[str, Any] = {"setting": primary, "inputs": style, "pooling": done}
+    if why is not None:
+        case["pooling_note"] = f"--case-pooling {config.embed.pooling} asked, {done} done: {why}"
+    case |= encoder_record(config, vectors)
     case["settings"] = {
         s: setting_metrics(scored(prep, style, s, vectors, errors), pairs_of(prep.queries, style, s, vectors)[1])
         for s in settings_for(config)
     }
     files: dict[str, str | bytes] = {}
-    if splits is not None:
-        samples, case["ffn"], files = ffn_step(config, prep, samples, splits, vectors)
+    if items is not None:
+        samples, case["ffn"], files = ffn_step(config, prep, samples, items, vectors)
     metrics = step | {"case": case}
     return Outcome(samples, metrics, files, label_scale=False)

@@ -37,27 +37,44 @@ SENT_GIVEN_COND = "Retrieve semantically similar texts to a given Sentence, give
 UNCONDITIONAL = "Retrieve semantically similar texts"
 
 
+def instruction_part(instruction: str) -> str:
+    """What comes before the encoded text: the part that only steers attention (§3.1), left out of pooling where
+    the encoder allows it (--case-pooling text)."""
+    return f"Instruct: {instruction}\nQuery: "
+
+
 def instructed(instruction: str, text: str) -> str:
-    return f"Instruct: {instruction}\nQuery: {text}"
+    return instruction_part(instruction) + text
 
 
 @dataclass(frozen=True)
 class Texts:
-    """What one side (sentence s under condition c) of an example needs embedded."""
+    """What one side (sentence s under condition c) of an example needs embedded, and for each text the length of
+    its instruction part (characters before the encoded text; 0: none, as concat and the plain sentence)."""
 
     cond: str  # f(c; I(s)) or CONC(c+s)
     sent: str  # f(s; I(c)) or CONC(s+c)
     base: str  # f(c; I(∅)) or c alone
     plain: str  # s alone
+    prefixes: tuple[int, int, int] = (0, 0, 0)  # of cond, sent, base
+
+    def prefix(self, text: str) -> int:
+        """The instruction part's length of one of these texts."""
+        for mine, n in zip((self.cond, self.sent, self.base), self.prefixes, strict=True):
+            if text == mine:
+                return n
+        return 0
 
 
 def texts_for(sentence: str, condition: str, style: str) -> Texts:
     if style == "instruct":
+        parts = (COND_GIVEN_SENT.format(s=sentence), SENT_GIVEN_COND.format(c=condition), UNCONDITIONAL)
         return Texts(
-            instructed(COND_GIVEN_SENT.format(s=sentence), condition),
-            instructed(SENT_GIVEN_COND.format(c=condition), sentence),
-            instructed(UNCONDITIONAL, condition),
+            instructed(parts[0], condition),
+            instructed(parts[1], sentence),
+            instructed(parts[2], condition),
             sentence,
+            (len(instruction_part(parts[0])), len(instruction_part(parts[1])), len(instruction_part(parts[2]))),
         )
     if style == "concat":
         return Texts(f"{condition} {sentence}", f"{sentence} {condition}", condition, sentence)
@@ -75,17 +92,15 @@ def sides(example: Example, style: str) -> tuple[Texts, Texts]:
     )
 
 
-def needed(example: Example, style: str, settings: tuple[str, ...]) -> set[str]:
-    """Every distinct text the settings need for this example."""
-    out: set[str] = set()
+def needed(example: Example, style: str, settings: tuple[str, ...]) -> dict[str, int]:
+    """Every distinct text the settings need for this example, with the length of its instruction part."""
+    out: dict[str, int] = {}
     for t in sides(example, style):
         for s in settings:
-            if s == "plain":
-                out.add(t.plain)
-            else:
-                out.add(t.cond if s.startswith("cond") else t.sent)
-                if s.endswith("-c"):
-                    out.add(t.base)
+            main, minus = vector_texts(t, s)
+            for text in (main, minus):
+                if text is not None:
+                    out.setdefault(text, t.prefix(text))
     return out
 
 

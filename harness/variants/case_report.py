@@ -4,24 +4,27 @@ CASE projection's training step (harness/variants/case_ffn.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from harness.config.settings import RunConfig
 from harness.prompting.prepared import Prepared
-from harness.scoring.isotropy import DIRECTIONS, isotropy
+from harness.scoring.isotropy import cosine_to_mean, isotropy_draws
 from harness.scoring.stats import bootstrap_ci
-from harness.types import Dataset, Example, Scored
+from harness.types import Example, Scored
 from harness.variants.case_inputs import primary_setting, side_vectors
+from harness.variants.case_split import FfnItems
 
 N_BOOTSTRAP = 1000  # as the report's CIs (harness/reporting/report.py N_BOOTSTRAP), seed 0
 
 
-def setting_metrics(samples: Sequence[Scored], vectors: Sequence[tuple[Any, Any]], seed: int = 0) -> dict[str, Any]:
-    """n, errors, Spearman and Pearson (×100) with 95% CIs resampling sentence pairs, and I_iso of every vector
-    the setting compared (both sides, stacked)."""
+def setting_metrics(samples: Sequence[Scored], vectors: Sequence[tuple[Any, Any]]) -> dict[str, Any]:
+    """n, errors, Spearman and Pearson (×100) with 95% CIs resampling sentence pairs, and of every vector the
+    setting compared (both sides, stacked) I_iso (mean and sd over seeded draws of directions) and the cosine to
+    their mean (Table 8)."""
     ok = [s for s in samples if s.prediction is not None and s.label is not None]
     out: dict[str, Any] = {"n": len(ok), "errors": sum(s.error is not None for s in samples)}
     if len(ok) >= 3:
@@ -30,7 +33,10 @@ def setting_metrics(samples: Sequence[Scored], vectors: Sequence[tuple[Any, Any]
         for name, interval in ci.items():
             out[name], out[f"{name}_ci"] = interval.estimate, [interval.low, interval.high]
     stacked = [v for pair in vectors for v in pair]
-    out["isotropy"] = isotropy(np.vstack(stacked), DIRECTIONS, seed) if stacked else None
+    iso = isotropy_draws(np.vstack(stacked)) if stacked else None
+    out["isotropy"] = None if iso is None else iso["mean"]
+    out["isotropy_sd"], out["isotropy_draws"] = (None, None) if iso is None else (iso["sd"], iso["draws"])
+    out["cos_to_mean"] = cosine_to_mean(np.vstack(stacked)) if stacked else None
     return out
 
 
@@ -51,14 +57,14 @@ def ffn_step(
     config: RunConfig,
     prep: Prepared,
     samples: list[Scored],
-    splits: tuple[Dataset, Dataset],
+    items: FfnItems,
     vectors: dict[str, Any],
 ) -> tuple[list[Scored], dict[str, Any], dict[str, str | bytes]]:
-    """Train the projection on the train split's vectors (embedded with the run's), choose its epoch on
-    validation and score the run's queries with it: (the projected samples, the step's metrics, the weights)."""
+    """Train the projection on its training items' vectors (embedded with the run's), choose its epoch on items the
+    run does not score (harness/variants/case_split.py) and score the run's queries with it: (the projected samples,
+    the step's metrics, the weights)."""
     from harness.variants.case_ffn import Pairs, project_cosines, train
 
-    train_split, val_split = splits
     style, setting, e = config.embed.inputs, primary_setting(config), config.embed
 
     def as_pairs(examples: Sequence[Example]) -> Pairs:
@@ -67,8 +73,8 @@ def ffn_step(
         b = np.vstack([y for _, y in got])
         return Pairs(a, b, np.array([ex.label for ex in kept], dtype=float))
 
-    train_pairs, val_pairs = as_pairs(train_split.examples), as_pairs(val_split.examples)
-    trained = train(e.ffn, train_pairs, val_pairs, train_split.label_range, e.ffn_dim, e.ffn_epochs, config.seed)
+    train_pairs, val_pairs = as_pairs(items.train), as_pairs(items.select)
+    trained = train(e.ffn, train_pairs, val_pairs, items.label_range, e.ffn_dim, e.ffn_epochs, config.seed)
     name = f"ffn-{e.ffn}.safetensors"
     out = []
     for s, q in zip(samples, prep.queries, strict=True):
@@ -90,12 +96,23 @@ def ffn_step(
         "n_params": trained.n_params,
         "n_train": len(train_pairs.labels),
         "n_validation": len(val_pairs.labels),
+        "trained_on": items.trained_on,
+        "epoch_chosen_on": items.chosen_on,
+        "labels": items.labels,
+        # what the epoch was chosen on, by id: a reader checks it against samples.jsonl's without the data
+        "epoch_items_sha256": ids_hash(e.id for e in items.select),
+        "train_items_sha256": ids_hash(e.id for e in items.train),
         "weights": name,
         "weights_sha256": trained.sha256,
     }
-    if config.split == "validation":
-        metrics["note"] = "epoch chosen on this same validation split: its Spearman here is optimistic"
+    if items.note is not None:
+        metrics["note"] = items.note
     return out, metrics, {name: trained.weights}
+
+
+def ids_hash(ids: Iterable[str]) -> str:
+    """sha256 of the sorted ids, one a line."""
+    return hashlib.sha256("".join(f"{i}\n" for i in sorted(ids)).encode()).hexdigest()
 
 
 def vectors_for(ex: Example, style: str, setting: str, vectors: Mapping[str, Any]) -> tuple[Any, Any] | None:

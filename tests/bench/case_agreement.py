@@ -39,9 +39,17 @@ def main() -> None:
     dataset = load_dataset(config["dataset"], config["split"], None, a.archive, a.password_file)
     items = [e for e in dataset.examples if e.id in samples and samples[e.id]["prediction"] is not None]
     items = random.Random(0).sample(items, min(a.items, len(items)))
-    texts = sorted({x for e in items for t in sides(e, case["inputs"]) for x in vector_texts(t, case["setting"]) if x})
+    prefixes = {
+        x: t.prefix(x) for e in items for t in sides(e, case["inputs"]) for x in vector_texts(t, case["setting"]) if x
+    }
+    texts = sorted(prefixes)
     encoder = SentenceTransformer(a.encoder or config["model"], device="cpu")
     vectors = dict(zip(texts, encoder.encode(texts, batch_size=64, convert_to_numpy=True), strict=True))
+    if case.get("pooling") == "text":  # --case-pooling text: the instruction as encode()'s prompt, left out of pooling
+        encoder.set_pooling_include_prompt(False)
+        for x, n in prefixes.items():
+            if n:
+                vectors[x] = encoder.encode([x[n:]], prompt=x[:n], convert_to_numpy=True)[0]
     deltas = []
     for e in items:
         pair = []

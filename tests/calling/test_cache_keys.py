@@ -33,6 +33,14 @@ def test_a_repeat_has_a_key_of_its_own_and_the_first_keeps_the_old_key() -> None
     assert KeyMaker(Stub())(again) == want
 
 
+def test_an_unpooled_instruction_has_a_key_of_its_own_and_pooling_all_keeps_the_old_key() -> None:
+    whole, text = Request("a", "Instruct: x\nQuery: c"), Request("b", "Instruct: x\nQuery: c", unpooled=19)
+    identity = FROZEN | {"prompt": whole.prompt, "params": PARAMS, "temperature": 0.0}
+    assert request_key(Stub(), whole) == hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    want = hashlib.sha256(json.dumps(identity | {"unpooled": 19}, sort_keys=True).encode()).hexdigest()
+    assert request_key(Stub(), text) == want == KeyMaker(Stub())(text) != request_key(Stub(), whole)
+
+
 class Odd:
     def __str__(self) -> str:
         return "an object only default=str can write"
@@ -54,7 +62,10 @@ def test_keymaker_agrees_with_request_key(params: dict[str, object]) -> None:
     for i in range(300):
         prompt = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
         sample = rng.choice([0, 0, 1, 4, 12])  # repeats of one prompt (harness/variants/reannotate.py)
-        requests.append(Request(str(i), prompt, rng.choice([1, 20, 4096]), rng.choice([0.0, 0.7, 1.0, 1e-7]), sample))
+        unpooled = rng.choice([0, 0, 3, 17])  # an instruction left out of pooling (harness/variants/case.py)
+        requests.append(
+            Request(str(i), prompt, rng.choice([1, 20, 4096]), rng.choice([0.0, 0.7, 1.0, 1e-7]), sample, unpooled)
+        )
     backend = Stub(name="anthropic", model='claude "x"', params=params)
     keys = KeyMaker(backend)
     for r in requests:

@@ -30,6 +30,8 @@ HF = RunConfig(model="smollm2-135m", backend="hf", dataset="stsb", limit=3)
 VLLM = RunConfig(model="some/model", backend="vllm", dataset="stsb", limit=3)
 QA = dataclasses.replace(API, variant="qa", dataset="csts")
 CASE = dataclasses.replace(API, variant="case", dataset="csts", embed=EmbedOptions(setting="cond-c"))
+# A local encoder (never loaded for a key): it can leave the instruction out of pooling (--case-pooling)
+CASE_LOCAL = RunConfig(model="some/encoder", backend="sentence-transformers", variant="case", dataset="csts", limit=3)
 
 
 def _with(config: RunConfig, **changes: Any) -> RunConfig:
@@ -73,6 +75,8 @@ CASES: dict[str, tuple[RunConfig, dict[str, Any]]] = {
     "local.dtype": (HF, {"local__dtype": "float32"}),
     "local.max_model_len": (VLLM, {"local__max_model_len": 512}),
     "embed.inputs": (CASE, {"embed__inputs": "concat"}),
+    "embed.pooling": (CASE_LOCAL, {"embed__pooling": "whole"}),  # the instruction's tokens pooled too
+    "local.trust_remote_code": (CASE_LOCAL, {"local__trust_remote_code": True}),  # the folder's own code runs
     "repeats": (API, {"repeats": 2}),  # repeat 0 is the request as before; repeat 1 is a request of its own
     "temperature": (API, {"temperature": 0.7}),
 }
@@ -127,9 +131,9 @@ def test_changing_a_request_setting_alone_changes_the_keys(name: str) -> None:
         pytest.skip(f'the hf and local extras are not installed ({", ".join(missing)}): pip install -e ".[hf,local]"')
     before, after = keys(base), keys(_with(base, **change))
     assert before and after and before != after
-    # A sentence embedded alone is the same text in either style (the same answer); a run of K repeats asks the
-    # first repeat as a run of one does.
-    if name not in ("embed.inputs", "repeats"):
+    # A sentence embedded alone is the same text in either style or pooling (the same answer); a run of K repeats
+    # asks the first repeat as a run of one does.
+    if name not in ("embed.inputs", "embed.pooling", "repeats"):
         assert before.isdisjoint(after), f"{name}: {len(before & after)} requests would share a stored answer"
 
 

@@ -1,5 +1,5 @@
-"""Zhang et al. 2025 (CASE) Tables 1, 3, 4 in paper_results.csv, with their encoders; no run of ours is set against
-them (their test part of their own re-annotation is not in the harness), and another encoder matches nothing."""
+"""Zhang et al. 2025 (CASE) Tables 1, 3, 4 and 10 in paper_results.csv, with their encoders; no run of ours is set
+against them (their test part of their own re-annotation is not in the harness), and another encoder matches nothing."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ SPLIT = "zhang2025-test-851"
 
 def test_tables_1_3_and_4_are_there_with_their_encoders() -> None:
     rows = [p for p in load_published() if p.source.startswith("Zhang et al. 2025")]
-    assert len(rows) == 24 + 12 + 2
+    assert len(rows) == 24 + 12 + 2 + 28
     nv = match(rows, "nvidia/NV-Embed-v2", "csts", SPLIT, "none", 0, "case-cond-c", "zhang2025")
     assert nv is not None and nv.spearman == 37.61 and nv.pearson is None
     ffn = match(rows, "nvidia/NV-Embed-v2", "csts", SPLIT, "none", 0, "case-cond-c-ffn-nonlinear", "zhang2025")
@@ -43,3 +43,31 @@ def test_a_case_run_is_named_by_its_setting_and_never_matches_the_paper(csts_dir
     for model in ("sentence-transformers/all-MiniLM-L6-v2", "text-embedding-3-small"):  # not in the paper
         assert match(published, model, "csts", SPLIT, "none", 0, "case-cond-c", "zhang2025") is None
     assert json.loads((tmp_path / "nv" / "config.json").read_text())["case"]["setting"] == "cond-c"
+
+
+def test_table_10_holds_each_pooling_and_repeats_table_1_for_the_pooling_table_1_used() -> None:
+    """Table 10 (App. D) gives each LLM encoder's settings per pooling method (its SimCSE rows repeat Table 1 with no
+    pooling named, so they are not held twice); Table 1 printed one pooling per encoder: NV's latent attention,
+    SFR's and E5's average, GTE's last token. Checked on the two tables as transcribed, row by row."""
+    rows = [p for p in load_published() if p.source == "Zhang et al. 2025 (CASE), Table 10"]
+    assert len(rows) == 28 and all(p.split == SPLIT and p.labels == "zhang2025" for p in rows)
+    table1 = {
+        (p.model, p.variant): p.spearman for p in load_published() if p.source == "Zhang et al. 2025 (CASE), Table 1"
+    }
+    used = {"NV-Embed-v2": "latent", "SFR-Embedding-Mistral": "average", "gte-Qwen2-7B-instruct": "last"}
+    used["multilingual-e5-large-instruct"] = "average"
+    for model, pool in used.items():
+        for setting in ("cond-c", "cond", "sent-c", "sent"):
+            ten = match(rows, model_id(model), "csts", SPLIT, "none", 0, f"case-{setting}-pool-{pool}", "zhang2025")
+            assert ten is not None and ten.spearman == table1[model, f"case-{setting}"], (model, setting)
+    sfr_last = match(
+        rows, "Salesforce/SFR-Embedding-Mistral", "csts", SPLIT, "none", 0, "case-sent-pool-last", "zhang2025"
+    )
+    assert sfr_last is not None and sfr_last.spearman == -0.18  # the other pooling: not in Table 1
+    assert {p.variant.rsplit("-pool-", 1)[1] for p in rows} == {"latent", "last", "average"}
+
+
+def model_id(name: str) -> str:
+    from harness.reporting.published import ALIASES
+
+    return ALIASES[name][0]

@@ -34,7 +34,9 @@ def test_the_report_shows_every_setting_with_the_report_s_own_cis(csts_dir: Path
     for setting, m in metrics.items():
         row = next(x for x in part.splitlines() if f"| {setting} |" in x or f"| {setting} (scored) |" in x)
         assert f"{m['spearman']:.2f} [{m['spearman_ci'][0]:.2f}, {m['spearman_ci'][1]:.2f}]" in row
-        assert f"{m['isotropy']:.4f}" in row
+        assert f"{m['isotropy']:.4f} ± {m['isotropy_sd']:.4f}" in row
+        assert f"{m['cos_to_mean']['mean']:.3f} ± {m['cos_to_mean']['sd']:.3f}" in row
+        assert "| whole, " in row  # an embeddings API pools the whole string: the pooling cell says so
     assert "cond-c (scored)" in part
     uncertainty = text.split("## Uncertainty", 1)[1]
     scored = metrics["cond-c"]

@@ -16,7 +16,7 @@ from harness.config.sections import EmbedOptions
 from harness.config.settings import RunConfig
 from harness.config.validate import validate
 from harness.datasets.choose import load_dataset
-from harness.scoring.isotropy import isotropy
+from harness.scoring.isotropy import cosine_to_mean, isotropy
 from harness.types import HarnessError
 from harness.variants.case_inputs import TABLE1_SETTINGS, sides, texts_for, vector_texts
 from tests.fake_server import FakeServer, bag_of_words
@@ -74,12 +74,18 @@ def test_every_setting_is_the_cosine_of_the_server_s_vectors(csts_dir: Path, tmp
         assert got["spearman"] == pytest.approx(100 * spearmanr(cosines, gold).statistic)
         assert got["pearson"] == pytest.approx(100 * pearsonr(cosines, gold).statistic)
         assert got["spearman_ci"][0] <= got["spearman"] <= got["spearman_ci"][1]
-        assert got["isotropy"] == pytest.approx(isotropy(np.vstack(vectors)))
+        draws = [isotropy(np.vstack(vectors), seed=seed) for seed in range(10)]
+        assert got["isotropy"] == pytest.approx(np.mean(draws)) and got["isotropy_draws"] == 10
+        assert got["isotropy_sd"] == pytest.approx(np.std(draws, ddof=1))
+        assert got["cos_to_mean"] == pytest.approx(cosine_to_mean(np.vstack(vectors)))
         if setting == "sent-c":  # the samples' predictions are the chosen setting's cosines
             assert [s["prediction"] for s in samples] == pytest.approx(cosines)
             assert metrics["spearman"] == pytest.approx(got["spearman"])
     config = json.loads((tmp_path / "e" / "config.json").read_text())
     assert config["case"]["setting"] == "sent-c" and config["case"]["inputs"] == style
+    # an embeddings API pools what it is sent: the run says so, and its identity is what it was before --case-pooling
+    assert metrics["case"]["pooling"] == "whole" and "pooling" not in config["case"]
+    assert ("pooling_note" in metrics["case"]) is (style == "instruct")
 
 
 def test_dry_run_prices_every_distinct_text_and_max_cost_stops_sending(csts_dir: Path, tmp_path: Path) -> None:

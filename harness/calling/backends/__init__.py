@@ -67,6 +67,7 @@ BACKENDS: dict[str, Description] = {
         truncates=True,
         samples=False,  # hf_steps.py: greedy generate only
         embedder="harness.calling.backends.embeddings:SentenceTransformerBackend",  # its directory, loaded as one
+        pools_text=True,
         packages=("transformers", "torch"),
         models=tuple(KNOWN_MODELS),  # weights shipped in a package
         local=("dtype", "batch_size"),
@@ -75,7 +76,8 @@ BACKENDS: dict[str, Description] = {
         None,
         "embedder",
         embedder="harness.calling.backends.embeddings:SentenceTransformerBackend",
+        pools_text=True,
         packages=("sentence-transformers", "torch"),
-        local=("batch_size",),
+        local=("batch_size", "trust_remote_code"),
     ),
 }

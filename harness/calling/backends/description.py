@@ -35,6 +35,9 @@ class Description:
     truncates: bool = False  # cuts a prompt over the model's context (--truncate-input)
     samples: bool = True  # decodes at a --temperature above 0 (hf: greedy only)
     embedder: str | None = None  # "module:Class" that embeds the qa-embed variant's answers; None: it cannot
+    # Its embedder can leave an instruction's tokens out of pooling (Request.unpooled; --case-pooling text): an
+    # embeddings API pools all it is sent
+    pools_text: bool = False
     key_env: str | None = None  # the environment variable holding its API key
     url: str | None = None  # the provider's own API: a run sent elsewhere is flagged (results/provenance.py)
     batch: str | None = None  # "module:Class" of its batch endpoint (--batch); None: runs one by one
