@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -27,13 +28,14 @@ __all__ = ["held", "staged", "umask"]
 
 
 def umask() -> int:
-    """The process's file-creation mask (read without changing it where Linux allows)."""
+    """The process's file-creation mask: read without changing it where Linux says it (4.7 and later); elsewhere
+    set and set back (another thread could create a file under 0o022 for that instant)."""
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
+        said = re.search(r"^Umask:\s*([0-7]+)$", Path("/proc/self/status").read_text(), re.MULTILINE)
+    except OSError:  # no /proc (macOS)
+        said = None
+    if said:
+        return int(said[1], 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -95,7 +97,7 @@ def held(target: Path) -> Iterator[None]:
         return
     path = target.with_name(f".{target.name}.lock")
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)  # POSIX (fcntl) has O_NOFOLLOW
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             if os.stat(path).st_ino == os.fstat(fd).st_ino:
