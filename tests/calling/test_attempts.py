@@ -1,0 +1,154 @@
+"""harness/calling/attempts.py: one request's attempts (retries, the malformed-reply bound, --timeout, the wait for a
+server that never answered), driven by a backend that follows a script of outcomes, one per attempt."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from harness.calling.attempts import MALFORMED_TRIES, POLL_SECONDS, Attempts, Reachability, prompt_tokens
+from harness.calling.backends.base import (
+    MalformedReply,
+    PermanentError,
+    RemoteBackend,
+    RetryableError,
+    Unreachable,
+)
+from harness.calling.limiter import Limiter
+from harness.calling.options import DispatchOptions, DispatchStats, RetryPolicy
+from harness.types import Completion, Request
+
+URL = "http://127.0.0.1:9/v1"
+
+
+class Scripted(RemoteBackend):
+    """Each attempt takes the next outcome: an exception is raised, "hang" never answers, a text is the answer."""
+
+    name, model, chat, endpoint = "scripted", "m", True, "/v1/x"
+
+    def __init__(self, outcomes: Sequence[BaseException | str]) -> None:
+        self.outcomes = list(outcomes)
+        self.sent = 0
+
+    def describe(self) -> dict[str, object]:
+        return {}
+
+    def body(self, request: Request) -> dict[str, Any]:
+        return {}
+
+    async def send(self, request: Request) -> Completion:
+        outcome = self.outcomes[self.sent]
+        self.sent += 1
+        if isinstance(outcome, BaseException):
+            raise outcome
+        if outcome == "hang":
+            await asyncio.sleep(60)
+        return Completion(request.id, outcome)
+
+    def output_budget(self, request: Request) -> int:
+        return 20
+
+    async def aclose(self) -> None:
+        pass
+
+
+def attempt(
+    outcomes: Sequence[BaseException | str],
+    retries: int = 5,
+    timeout: float = 5.0,
+    stopping: bool = False,
+    wait_for_server: float = 30.0,
+) -> tuple[Completion, Scripted, DispatchStats]:
+    backend, stats = Scripted(outcomes), DispatchStats()
+    policy = RetryPolicy(max_retries=retries, timeout=timeout, backoff_initial=0.0, wait_for_server=wait_for_server)
+    options = DispatchOptions(retry=policy)
+
+    async def go() -> Completion:
+        reach = Reachability(policy.wait_for_server)
+        return await Attempts(
+            backend, Request("q1", "a prompt"), options, stats, Limiter(4), lambda: stopping, reach
+        ).run()
+
+    return asyncio.run(go()), backend, stats
+
+
+def test_an_answer_at_the_first_attempt_is_returned_with_no_retry() -> None:
+    done, backend, stats = attempt(["4"])
+    assert (done.text, done.error, backend.sent, stats.attempts, stats.retries) == ("4", None, 1, 1, 0)
+
+
+def test_retryable_failures_are_retried_up_to_max_retries_then_an_error_naming_the_tries() -> None:
+    done, backend, stats = attempt([RetryableError("503 busy")] * 3 + ["4"], retries=3)
+    assert (done.text, backend.sent, stats.retries) == ("4", 4, 3)
+    done, backend, stats = attempt([RetryableError("503 busy")] * 4, retries=2)
+    assert (done.text, done.error, backend.sent, stats.retries) == (None, "gave up after 3 tries: 503 busy", 3, 2)
+    done, backend, _ = attempt([RetryableError("503 busy")], retries=0)
+    assert (done.error, backend.sent) == ("gave up after 1 try: 503 busy", 1)
+
+
+def test_unreadable_replies_are_tried_malformed_tries_times_whatever_the_retries_left() -> None:
+    assert MALFORMED_TRIES == 3
+    done, backend, stats = attempt([MalformedReply("cut JSON")] * 5, retries=10)
+    assert (done.error, backend.sent, stats.malformed) == ("gave up after 3 tries: cut JSON", 3, 3)
+    done, backend, _ = attempt([MalformedReply("cut JSON")] * 2 + ["4"], retries=10)
+    assert (done.text, backend.sent) == ("4", 3)
+
+
+def test_a_stopping_run_does_not_retry() -> None:
+    done, backend, stats = attempt([RetryableError("503 busy"), "4"], stopping=True)
+    assert (done.error, backend.sent, stats.retries) == ("not retried: the run stopped: 503 busy", 1, 0)
+
+
+def test_an_attempt_past_timeout_is_a_retryable_failure_naming_the_timeout() -> None:
+    done, backend, _ = attempt(["hang", "4"], timeout=0.05)
+    assert (done.text, backend.sent) == ("4", 2)
+    done, _, _ = attempt(["hang"], retries=0, timeout=0.05)
+    assert done.error == "gave up after 1 try: no answer within 0.05s (--timeout)"
+
+
+def test_a_permanent_error_passes_through_unretried() -> None:
+    with pytest.raises(PermanentError, match="401"):
+        attempt([PermanentError("401 bad key"), "4"])
+
+
+def test_tries_spent_waiting_for_a_server_that_never_answered_are_not_retries(capsys: pytest.CaptureFixture) -> None:
+    """With no retry left, a server still starting (refused twice) is waited for, polled every POLL_SECONDS."""
+    assert POLL_SECONDS == 1.0
+    start = time.monotonic()
+    done, backend, _ = attempt([Unreachable("refused", URL)] * 2 + ["4"], retries=0)
+    assert (done.text, backend.sent) == ("4", 3)
+    assert time.monotonic() - start >= 2 * POLL_SECONDS
+    err = capsys.readouterr().err
+    assert err == f"waiting for the server at {URL}: refused; trying every 1s for up to 30s (--wait-for-server)\n"
+
+
+def test_once_a_server_answered_refusals_are_ordinary_retries() -> None:
+    done, backend, _ = attempt([RetryableError("500"), Unreachable("refused", URL), "4"], retries=1)
+    assert (done.error, backend.sent) == ("gave up after 2 tries: refused", 2)
+
+
+def test_a_server_never_reached_within_the_wait_stops_the_run() -> None:
+    with pytest.raises(PermanentError, match=r"no server answered at .* within 0s \(refused\)") as e:
+        attempt([Unreachable("refused", URL), "4"], wait_for_server=0.0)
+    assert e.value.fatal
+
+
+def test_reachability_says_once_that_it_waits_and_stops_when_the_wait_is_over(capsys: pytest.CaptureFixture) -> None:
+    reach, first, second = Reachability(0.2), Unreachable("refused", URL), Unreachable("refused", URL)
+    reach.unreachable(first)
+    reach.unreachable(second)
+    assert (first.retry_after, second.retry_after) == (POLL_SECONDS, POLL_SECONDS)
+    assert capsys.readouterr().err.count("waiting for the server") == 1
+    time.sleep(0.25)
+    with pytest.raises(PermanentError, match="within 0.2s"):
+        reach.unreachable(Unreachable("refused", URL))
+
+
+def test_prompt_tokens_are_the_counters_or_four_bytes_a_token() -> None:
+    request = Request("q", "ab é")  # 5 bytes in UTF-8
+    assert prompt_tokens(DispatchOptions(), request) == 1.25
+    assert prompt_tokens(DispatchOptions(count_prompt=lambda p: len(p) * 3), request) == 12.0
