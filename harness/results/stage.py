@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -31,11 +30,13 @@ def umask() -> int:
     """The process's file-creation mask: read without changing it where Linux says it (4.7 and later); elsewhere
     set and set back (another thread could create a file under 0o022 for that instant)."""
     try:
-        said = re.search(r"^Umask:\s*([0-7]+)$", Path("/proc/self/status").read_text(), re.MULTILINE)
+        status = Path("/proc/self/status").read_text()
     except OSError:  # no /proc (macOS)
-        said = None
-    if said:
-        return int(said[1], 8)
+        status = ""
+    for line in status.splitlines():
+        name, _, value = line.partition(":")
+        if name == "Umask":  # a value that is no octal number raises: never a guess
+            return int(value, 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
