@@ -20,13 +20,14 @@ from harness.calling.backends.base import (
 )
 from harness.calling.limiter import Limiter
 from harness.calling.options import DispatchOptions, DispatchStats, RetryPolicy
-from harness.types import Completion, Request
+from harness.types import Completion, Request, Usage
 
 URL = "http://127.0.0.1:9/v1"
 
 
 class Scripted(RemoteBackend):
-    """Each attempt takes the next outcome: an exception is raised, "hang" never answers, a text is the answer."""
+    """Each attempt takes the next outcome: an exception is raised, "hang" never answers, a text is the answer
+    (ending in "?": with no usage reported)."""
 
     name, model, chat, endpoint = "scripted", "m", True, "/v1/x"
 
@@ -47,7 +48,8 @@ class Scripted(RemoteBackend):
             raise outcome
         if outcome == "hang":
             await asyncio.sleep(60)
-        return Completion(request.id, outcome)
+        unreported = outcome.endswith("?")  # "4?": an answer whose reply said nothing usable of its tokens
+        return Completion(request.id, outcome.rstrip("?"), usage=Usage(reported=not unreported))
 
     def output_budget(self, request: Request) -> int:
         return 20
