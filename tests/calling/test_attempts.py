@@ -23,6 +23,7 @@ from harness.calling.options import DispatchOptions, DispatchStats, RetryPolicy
 from harness.types import Completion, Request, Usage
 
 URL = "http://127.0.0.1:9/v1"
+SLOW = 2.2  # seconds: past the progress bar's delay (harness/calling/progress.py)
 
 
 class Scripted(RemoteBackend):
@@ -48,6 +49,9 @@ class Scripted(RemoteBackend):
             raise outcome
         if outcome == "hang":
             await asyncio.sleep(60)
+        if outcome.startswith("slow "):  # "slow 4": answers 4 after SLOW seconds
+            await asyncio.sleep(SLOW)
+            outcome = outcome.removeprefix("slow ")
         unreported = outcome.endswith("?")  # "4?": an answer whose reply said nothing usable of its tokens
         return Completion(request.id, outcome.rstrip("?"), usage=Usage(reported=not unreported))
 

@@ -4,11 +4,15 @@ A backend that follows a script of outcomes (tests/calling/test_attempts.py), on
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 
 from harness.calling.backends.base import PermanentError, RetryableError
 from harness.calling.dispatch import call, complete_all
 from harness.calling.options import DispatchOptions, DispatchStats, RetryPolicy
+from harness.calling.pricing import Price
 from harness.scoring.parsing import parse_score
 from harness.types import Completion, HarnessError, Request
 from tests.calling.test_attempts import Scripted
@@ -71,3 +75,47 @@ def test_a_completion_is_cleaned_of_the_prompt_quoted_in_its_error() -> None:
     said = RetryableError("400: input 'the prompt of item 0' is too long")
     done = complete_all(Scripted([said]), requests(1), options=ONE_AT_A_TIME)
     assert done["q0"].error == "gave up after 1 try: 400: input '[prompt text]' is too long"
+
+
+def test_the_progress_bar_counts_invalid_replies_and_errors(capsys: pytest.CaptureFixture) -> None:
+    """The bar (shown past its 2-second delay) says how many replies were no score and how many requests failed."""
+    options = replace(ONE_AT_A_TIME, progress=True)
+    call(
+        Scripted(["no idea", RetryableError("503"), "slow 4"]), requests(3), options, DispatchStats(), parse=parse_score
+    )
+    assert "invalid=1, errors=1]" in capsys.readouterr().err
+    call(Scripted([RetryableError("503"), "4", "slow 4"]), requests(3), options, DispatchStats())  # answers: no score
+    err = capsys.readouterr().err
+    assert err.endswith(", errors=1]\n") and "invalid" not in err
+
+
+def test_a_cached_run_counts_hits_and_misses_and_asks_only_the_misses(tmp_path: Path) -> None:
+    options = replace(ONE_AT_A_TIME, cache_path=tmp_path / "cache.db")
+    stats = DispatchStats()
+    first = call(Scripted(["4", RetryableError("503"), "2?"]), requests(3), options, stats)
+    assert (stats.cache, stats.cache_hits, stats.cache_misses, stats.usage_unreported) == ("on", 0, 3, 1)
+    assert round(stats.seconds, 3) == stats.seconds  # to the millisecond, for metrics.json
+    backend, stats = Scripted(["3"]), DispatchStats()
+    again = call(backend, requests(3), options, stats)
+    assert (stats.cache_hits, stats.cache_misses, backend.sent, stats.usage_unreported) == (2, 1, 1, 0)
+    assert [again.completions[f"q{i}"].text for i in range(3)] == ["4", "3", "2"]
+    assert [again.completions[f"q{i}"].cached for i in range(3)] == [True, False, True]
+    assert first.completions["q2"].text == "2"
+
+
+def test_max_cost_stops_sending_what_could_exceed_it_and_charges_what_was_used() -> None:
+    """$1 a million tokens each way: a request may cost its prompt's bytes (the count without a tokenizer) and 20
+    output tokens; an answer that reported no usage is charged all of that, an error nothing."""
+    price = Price("m", 1.0, 1.0, "test")
+    worst = price.cost(len(b"the prompt of item 0"), 20)
+    options = replace(ONE_AT_A_TIME, max_cost=1.5 * worst, price=price)
+    stats = DispatchStats()
+    done = complete_all(Scripted(["4", RetryableError("503"), "3?", "2"]), requests(4), options=options, stats=stats)
+    assert [done[f"q{i}"].error for i in range(4)] == [
+        None,
+        "gave up after 1 try: 503",
+        None,
+        f"not sent: --max-cost ${1.5 * worst:g} would be exceeded",  # "3?" was charged all it could cost
+    ]
+    assert stats.not_sent_max_cost == 1
+    assert stats.spent_usd == 0.0  # by the answers' own counts (0 tokens each)
