@@ -1,6 +1,7 @@
 """Mutation testing of the pure modules: does each module's own test file notice a small change to its code?
 
     python tests/bench/mutate.py [--module stats] [--max 40] [--seed 0]   # --max 0: every mutant (an hour+)
+    python tests/bench/mutate.py --module stats --max 0 --survivors before.txt  # only what survived there
 
 Our own AST mutator, not mutmut or cosmic-ray (not measured here): mutmut 3 copies the package into its own
 `mutants/` layout with trampolines around every function and drives its own runner, and cosmic-ray needs a
@@ -78,9 +79,9 @@ MODULES: dict[str, list[str]] = {
     "harness/cli/reannotate.py": ["tests/variants/test_reannotate_run.py", "tests/variants/test_reannotate_echo.py"],
     "harness/cli/report_cmd.py": ["tests/cli/test_report_cmd.py"],
     "harness/calling/attempts.py": [
+        "tests/calling/test_attempts.py",
         "tests/calling/test_dispatch.py",
         "tests/calling/test_reach.py",
-        "tests/calling/test_attempts.py",
         "--deselect=tests/calling/test_dispatch.py::test_429_storm_loses_nothing_and_each_prompt_is_answered_once",
         "--deselect=tests/calling/test_reach.py::test_raw_prompts_to_a_chat_only_server_say_that_chat_needs_chat",
     ],
@@ -289,8 +290,22 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the sample")
     ap.add_argument("--timeout", type=float, default=0, help="seconds per mutant (default: 3x baseline + 5)")
     ap.add_argument("--list", action="store_true", help="only list the mutants")
+    ap.add_argument(
+        "--survivors",
+        type=Path,
+        help="a previous run's output: test again only the mutants it lists as survived (after adding tests)",
+    )
     args = ap.parse_args()
     modules = {m: t for m, t in MODULES.items() if not args.module or any(s in m for s in args.module)}
+    # "  survived harness/x.py:12: 3 -> 4": (module, line, text); mutants of one line with one text all go again
+    again = {
+        (m, int(n), t.strip())
+        for m, n, t in (
+            line.strip().removeprefix("survived ").split(":", 2)
+            for line in (args.survivors.read_text().splitlines() if args.survivors else ())
+            if line.strip().startswith("survived ")
+        )
+    }
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")  # one thread: BLAS pools and fork() do not mix, and the cores are shared
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -308,6 +323,8 @@ def main() -> int:
             tests = [t for t in tests if t.startswith("-") or (ROOT / t).is_file()]
             source = (ROOT / module).read_text()
             mutants = mutants_of(module, source)
+            if args.survivors:
+                mutants = [m for m in mutants if (m.module, m.line, m.text) in again]
             if args.max and len(mutants) > args.max:
                 mutants = sorted(
                     random.Random(f"{args.seed}/{module}").sample(mutants, args.max), key=lambda m: m.index

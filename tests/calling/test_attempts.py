@@ -68,16 +68,18 @@ def attempt(
     timeout: float = 5.0,
     stopping: bool = False,
     wait_for_server: float = 30.0,
+    limiter: Limiter | None = None,
+    reach: Reachability | None = None,
+    prompt: str = "a prompt",
 ) -> tuple[Completion, Scripted, DispatchStats]:
     backend, stats = Scripted(outcomes), DispatchStats()
     policy = RetryPolicy(max_retries=retries, timeout=timeout, backoff_initial=0.0, wait_for_server=wait_for_server)
     options = DispatchOptions(retry=policy)
 
     async def go() -> Completion:
-        reach = Reachability(policy.wait_for_server)
-        return await Attempts(
-            backend, Request("q1", "a prompt"), options, stats, Limiter(4), lambda: stopping, reach
-        ).run()
+        run_reach, request = reach or Reachability(policy.wait_for_server), Request("q1", prompt)
+        run_limiter = limiter or Limiter(4)
+        return await Attempts(backend, request, options, stats, run_limiter, lambda: stopping, run_reach).run()
 
     return asyncio.run(go()), backend, stats
 
@@ -158,3 +160,44 @@ def test_prompt_tokens_are_the_counters_or_four_bytes_a_token() -> None:
     request = Request("q", "ab é")  # 5 bytes in UTF-8
     assert prompt_tokens(DispatchOptions(), request) == 1.25
     assert prompt_tokens(DispatchOptions(count_prompt=lambda p: len(p) * 3), request) == 12.0
+
+
+def test_a_waited_for_try_is_no_retry_but_a_failure_after_it_is() -> None:
+    done, backend, _ = attempt([Unreachable("refused", URL)] * 2 + [RetryableError("503")], retries=0)
+    assert (done.error, backend.sent) == ("gave up after 3 tries: 503", 3)
+
+
+def test_a_server_that_answered_once_is_not_waited_for_again() -> None:
+    reach = Reachability(30.0)
+    attempt(["4"], reach=reach)
+    assert reach.answered
+    done, backend, _ = attempt([Unreachable("refused", URL), "4"], retries=0, reach=reach)
+    assert (done.error, backend.sent) == ("gave up after 1 try: refused", 1)
+
+
+def test_the_limiter_hears_each_outcome() -> None:
+    """An answer counts for the window, a timeout cuts it, a server error or a refusal is no news."""
+    limiter = Limiter(4, timeout=0.05)
+    attempt(["4"], limiter=limiter)
+    attempt(["hang"], retries=0, timeout=0.05, limiter=limiter)
+    attempt([RetryableError("500")], retries=0, limiter=limiter)
+    with pytest.raises(PermanentError):
+        attempt([PermanentError("400 bad request")], limiter=limiter)
+    assert (limiter.answers, limiter.timed_out, limiter.in_flight) == (1, 1, 0)
+
+
+@pytest.mark.parametrize(("said", "then"), [(None, 0.0), (5.0, 5.0)])
+def test_a_429_naming_no_wait_is_retried_at_the_limiters_pace(said: float | None, then: float) -> None:
+    """The pace (which the 429 just cut, limiter.py) spaces the retry, not a blind backoff; a wait the provider
+    named stays."""
+    refused = RetryableError("429 slow down", retry_after=said, limited=True)
+    attempt([refused], retries=0, limiter=Limiter(4, rpm=6000))
+    assert refused.retry_after == then
+
+
+def test_a_prompt_larger_than_the_token_limit_stops_the_run_before_it_is_sent() -> None:
+    with pytest.raises(PermanentError, match="--tpm 10 is fewer tokens a minute than this prompt's 25 tokens") as e:
+        attempt(["4"], limiter=Limiter(4, tpm=10), prompt="x" * 100)
+    assert e.value.fatal
+    done, backend, _ = attempt(["4"], limiter=Limiter(4, tpm=10), prompt="x" * 40)  # 10 tokens: it fits
+    assert (done.text, backend.sent) == ("4", 1)
