@@ -119,3 +119,11 @@ def test_max_cost_stops_sending_what_could_exceed_it_and_charges_what_was_used()
     ]
     assert stats.not_sent_max_cost == 1
     assert stats.spent_usd == 0.0  # by the answers' own counts (0 tokens each)
+
+
+def test_a_price_without_max_cost_sums_what_was_spent_and_refuses_nothing() -> None:
+    stats = DispatchStats()
+    options = replace(ONE_AT_A_TIME, price=Price("m", 1.0, 1.0, "test"))
+    done = complete_all(Scripted(["4", "3?", "2"]), requests(3), options=options, stats=stats)
+    assert [c.text for c in done.values()] == ["4", "3", "2"]
+    assert (stats.spent_usd, stats.not_sent_max_cost) == (0.0, 0)  # the answers' own counts: 0 tokens each
