@@ -67,7 +67,7 @@ def _default_out(paths: Sequence[Path], kind: str) -> Path:
     from datetime import UTC, datetime
 
     stamp = datetime.now(UTC).strftime(f"{kind}-%Y%m%d-%H%M%S")
-    one = paths[0] if len(paths) == 1 else None
-    if one is not None and one.is_dir() and not (one / "config.json").is_file():
-        return one / stamp
+    match paths:
+        case [one] if one.is_dir() and not (one / "config.json").is_file():
+            return one / stamp
     return RunConfig.results_dir / stamp
