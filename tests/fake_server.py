@@ -89,6 +89,7 @@ class Call:
     body: dict[str, Any]
     headers: dict[str, str] = field(repr=False)
     raw: bytes = field(default=b"", repr=False)  # the body's bytes as they arrived
+    query: dict[str, str] = field(default_factory=dict, repr=False)  # the URL's query, decoded (`?api-key=`)
 
 
 class FakeServer:
@@ -222,7 +223,9 @@ class FakeServer:
         if self.limiter is not None and action != "401":  # "limited": beyond the limit, a 429 (or 400) at once
             action = self.limiter.admit(request, prompt, action)
         if self.log:
-            self.calls.append(Call(request.path, prompt, attempt, action, body, dict(request.headers), raw))
+            self.calls.append(
+                Call(request.path, prompt, attempt, action, body, dict(request.headers), raw, dict(request.query))
+            )
         if action == "limited":
             raise request[ratelimit.REFUSAL]
         if action == "hang":

@@ -51,8 +51,7 @@ class Reachability:
             print(
                 f"waiting for the server at {e.url}: {e}; trying every {POLL_SECONDS:g}s for up to {self.wait:g}s "
                 "(--wait-for-server)",
-                file=sys.stderr,
-                flush=True,
+                file=sys.stderr,  # line-buffered (Python 3.9+): the line is out at once
             )
         e.retry_after = POLL_SECONDS
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -53,8 +54,8 @@ def cmd_report(argv: Sequence[str]) -> int:
         out_dir = write_report(paths, out, published, shareable=a.shareable)
         with held(out_dir):  # another report to this --out swaps its folder in before or after this read
             md = (out_dir / "report.md").read_text(encoding="utf-8")
-        ends = [i for i in (md.find("\n## C-STS beside"), md.find("\n## Published")) if i >= 0]
-        print(md[: min(ends, default=len(md))].rstrip())
+        cut = re.search(r"\n## (?:C-STS beside|Published)", md)  # the terminal shows the tables, the rest is on file
+        print((md[: cut.start()] if cut else md).rstrip())
         print(f"report: {out_dir}")
         print(f"html: {(out_dir / 'index.html').resolve()}")
     return 0
@@ -66,7 +67,7 @@ def _default_out(paths: Sequence[Path], kind: str) -> Path:
     from datetime import UTC, datetime
 
     stamp = datetime.now(UTC).strftime(f"{kind}-%Y%m%d-%H%M%S")
-    one = paths[0] if len(paths) == 1 else None
-    if one is not None and one.is_dir() and not (one / "config.json").is_file():
-        return one / stamp
+    match paths:
+        case [one] if one.is_dir() and not (one / "config.json").is_file():
+            return one / stamp
     return RunConfig.results_dir / stamp

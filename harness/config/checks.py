@@ -9,7 +9,7 @@ import math
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from harness.config.option import Check
 from harness.inputs import check_regular
@@ -82,7 +82,33 @@ def non_empty(values: Any, flag: str) -> None:
 def http_urls(urls: Any, flag: str) -> None:
     for url in urls:  # the SDKs refuse it only at the first request, after their retries
         if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
-            raise HarnessError(f"{flag} {url!r} needs http:// or https:// in front (e.g. http://{url})")
+            shown = url.partition("?")[0] + ("?…" if "?" in url else "")  # a query may hold a credential
+            raise HarnessError(f"{flag} {shown!r} needs http:// or https:// in front (e.g. http://{shown})")
+        url_query(url, flag)
+
+
+def url_query(url: str, flag: str = "--base-url") -> dict[str, str]:
+    """The parameters of a base URL's query (a gateway's `?api-key=`, Azure's `?api-version=`), decoded: sent with
+    every request apart from the URL (the SDKs' `default_query`: they append an endpoint's path to the base URL as
+    text, which would land after its query). Each must be `name=value` with a name of its own, as a dict holds them;
+    the error names the part, never a value (it may be a credential)."""
+    parts = urlsplit(url)
+    where = f"{flag} {parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+    if parts.fragment or url.endswith("#"):
+        raise HarnessError(f"{where}: a '#' ends the URL and is never sent; write it %23 inside a query value")
+    try:
+        pairs = parse_qsl(parts.query, keep_blank_values=True, strict_parsing=True) if parts.query else []
+    except ValueError:
+        raise HarnessError(f"{where}: its query is not name=value pairs joined by '&'") from None
+    names = [name for name, _ in pairs]
+    for name in names:
+        if not name:
+            raise HarnessError(f"{where}: its query has a value without a name ('=value')")
+        if names.count(name) > 1:
+            raise HarnessError(
+                f"{where}: its query names {name!r} twice; its parameters go with each request, one value a name"
+            )
+    return dict(pairs)
 
 
 def regular_file(what: str) -> Check:

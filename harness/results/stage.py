@@ -27,13 +27,16 @@ __all__ = ["held", "staged", "umask"]
 
 
 def umask() -> int:
-    """The process's file-creation mask (read without changing it where Linux allows)."""
+    """The process's file-creation mask: read without changing it where Linux says it (4.7 and later); elsewhere
+    set and set back (another thread could create a file under 0o022 for that instant)."""
     try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
+        status = Path("/proc/self/status").read_text()
+    except OSError:  # no /proc (macOS)
+        status = ""
+    for line in status.splitlines():
+        name, _, value = line.partition(":")
+        if name == "Umask":  # a value that is no octal number raises: never a guess
+            return int(value, 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -95,7 +98,7 @@ def held(target: Path) -> Iterator[None]:
         return
     path = target.with_name(f".{target.name}.lock")
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)  # POSIX (fcntl) has O_NOFOLLOW
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             if os.stat(path).st_ino == os.fstat(fd).st_ino:

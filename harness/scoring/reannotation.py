@@ -87,10 +87,10 @@ def _parse_at(decoder: json.JSONDecoder, text: str, start: int) -> tuple[dict[st
             if ran_out and start + size < len(text):
                 size *= 4
                 continue
-            return None, start + max(e.pos, 1)
+            return None, start + e.pos  # past the "{" the window opens with: a failure is never at 0
         except RecursionError:  # nested deeper than the json module recurses: skip what those brackets hold
             return None, _after_brackets(text, start)
-        return (found, start) if isinstance(found, dict) else (None, start + 1)
+        return found, start  # what parses from a "{" is an object
 
 
 def _after_brackets(text: str, start: int) -> int:
@@ -118,7 +118,7 @@ def prompt_objects(prompt: str) -> list[dict[str, Any]]:
         try:
             obj, end = decoder.raw_decode(prompt, start)
         except (json.JSONDecodeError, RecursionError):  # a prompt's own text is bounded, but never trusted
-            obj, end = None, start + 1
+            obj, end = None, start  # the next "{" after this one (below)
         if isinstance(obj, dict):
             found.append(obj)
         start = prompt.find("{", max(end, start + 1))

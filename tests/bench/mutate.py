@@ -1,6 +1,7 @@
 """Mutation testing of the pure modules: does each module's own test file notice a small change to its code?
 
     python tests/bench/mutate.py [--module stats] [--max 40] [--seed 0]   # --max 0: every mutant (an hour+)
+    python tests/bench/mutate.py --module stats --max 0 --survivors before.txt  # only what survived there
 
 Our own AST mutator, not mutmut or cosmic-ray (not measured here): mutmut 3 copies the package into its own
 `mutants/` layout with trampolines around every function and drives its own runner, and cosmic-ray needs a
@@ -36,7 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Module -> its mirrored test files (what a developer runs after changing the module).
+# Module -> its mirrored test files (what a developer runs after changing the module); an entry starting with "-" is
+# passed to pytest as it is (`--deselect=FILE::TEST`: a test of minutes that another mirror file's tests cover).
 MODULES: dict[str, list[str]] = {
     "harness/scoring/stats.py": ["tests/scoring/test_stats.py", "tests/scoring/test_stats_reference.py"],
     "harness/scoring/metrics.py": ["tests/scoring/test_metrics.py"],
@@ -74,6 +76,20 @@ MODULES: dict[str, list[str]] = {
     "harness/calling/limits.py": ["tests/calling/test_limits.py", "tests/calling/test_limiter_pacing.py"],
     "harness/calling/redaction.py": ["tests/calling/test_redaction.py"],
     "harness/scoring/vectors.py": ["tests/scoring/test_vectors.py"],
+    "harness/cli/reannotate.py": ["tests/variants/test_reannotate_run.py", "tests/variants/test_reannotate_echo.py"],
+    "harness/cli/report_cmd.py": ["tests/cli/test_report_cmd.py"],
+    "harness/calling/attempts.py": [
+        "tests/calling/test_attempts.py",
+        "tests/calling/test_dispatch.py",
+        "tests/calling/test_reach.py",
+        "--deselect=tests/calling/test_dispatch.py::test_429_storm_loses_nothing_and_each_prompt_is_answered_once",
+        "--deselect=tests/calling/test_reach.py::test_raw_prompts_to_a_chat_only_server_say_that_chat_needs_chat",
+    ],
+    "harness/calling/dispatch.py": [
+        "tests/calling/test_dispatch.py",
+        "tests/calling/test_dispatch_accounting.py",
+        "--deselect=tests/calling/test_dispatch.py::test_429_storm_loses_nothing_and_each_prompt_is_answered_once",
+    ],
 }
 
 _COMPARE = {
@@ -274,8 +290,22 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the sample")
     ap.add_argument("--timeout", type=float, default=0, help="seconds per mutant (default: 3x baseline + 5)")
     ap.add_argument("--list", action="store_true", help="only list the mutants")
+    ap.add_argument(
+        "--survivors",
+        type=Path,
+        help="a previous run's output: test again only the mutants it lists as survived (after adding tests)",
+    )
     args = ap.parse_args()
     modules = {m: t for m, t in MODULES.items() if not args.module or any(s in m for s in args.module)}
+    # "  survived harness/x.py:12: 3 -> 4": (module, line, text); mutants of one line with one text all go again
+    again = {
+        (m, int(n), t.strip())
+        for m, n, t in (
+            line.strip().removeprefix("survived ").split(":", 2)
+            for line in (args.survivors.read_text().splitlines() if args.survivors else ())
+            if line.strip().startswith("survived ")
+        )
+    }
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")  # one thread: BLAS pools and fork() do not mix, and the cores are shared
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -290,9 +320,11 @@ def main() -> int:
         for name in ("pyproject.toml", "run_eval.py"):
             shutil.copy2(ROOT / name, scratch / name)
         for module, tests in modules.items():
-            tests = [t for t in tests if (ROOT / t).is_file()]
+            tests = [t for t in tests if t.startswith("-") or (ROOT / t).is_file()]
             source = (ROOT / module).read_text()
             mutants = mutants_of(module, source)
+            if args.survivors:
+                mutants = [m for m in mutants if (m.module, m.line, m.text) in again]
             if args.max and len(mutants) > args.max:
                 mutants = sorted(
                     random.Random(f"{args.seed}/{module}").sample(mutants, args.max), key=lambda m: m.index

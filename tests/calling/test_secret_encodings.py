@@ -119,6 +119,66 @@ def test_a_batch_error_file_echoing_the_key_in_any_encoding_reaches_no_file(
 
 
 @pytest.mark.parametrize(
+    ("backend", "chat", "path"),
+    [
+        ("openai", "--chat", "/v1/chat/completions"),
+        ("openai", "--no-chat", "/v1/completions"),
+        ("anthropic", "--stop=\n", "/v1/messages"),
+    ],
+)
+def test_a_base_url_query_goes_with_every_request_and_reaches_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, backend: str, chat: str, path: str
+) -> None:
+    """A gateway that wants `?api-key=` (and `?api-version=`) on every request gets them on the endpoint's own URL
+    (the SDKs would append the endpoint's path after the query: `/v1/?api-key=...chat/completions`), through the
+    real SDKs; the run, its rerun from the cache and its reports hold no form of the credential, echoed by the
+    server in every form."""
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    results = tmp_path / "results"
+    with FakeServer(extras=echo_forms) as server:
+        root = server.openai_url if backend == "openai" else server.anthropic_url
+        url = f"{root}?api-key={urllib.parse.quote(KEY, safe='')}&api-version=2024-06-01"
+        args = ["--model", "m", "--backend", backend, "--base-url", url, chat, "--dataset", "stsb", "--limit", "6"]
+        args += ["--results-dir", str(results), "--no-progress", "--cache", str(tmp_path / "c.db")]
+        assert main([*args, "--run-id", "r"]) == 0
+        assert main([*args, "--run-id", "again"]) == 0  # every answer from the cache
+        calls = list(server.calls)
+    assert main(["report", str(results / "r"), "--out", str(tmp_path / "report")]) == 0
+    assert main(["report", str(results / "r"), "--out", str(tmp_path / "shared"), "--shareable"]) == 0
+    printed = capsys.readouterr()
+    assert [(c.path, c.query) for c in calls] == [(path, {"api-key": KEY, "api-version": "2024-06-01"})] * 6
+    rows = [json.loads(line) for line in (results / "r" / "samples.jsonl").read_text().splitlines()]
+    assert [r["prediction"] for r in rows] == [4.0] * 6
+    assert files_holding(tmp_path, FORMS) == {}
+    assert [f for f in FORMS if f in printed.out + printed.err] == []
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ("api-key=Qs-s3cret-in-query&api-key=Qs-s3cret-in-query", "names 'api-key' twice"),
+        ("Qs-s3cret-in-query", "not name=value pairs"),
+        ("=Qs-s3cret-in-query", "a value without a name"),
+        ("api-key=Qs-s3cret#in-query", "'#' ends the URL"),
+    ],
+)
+def test_a_base_url_query_that_cannot_be_sent_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, query: str, says: str
+) -> None:
+    """A query no SDK can send as one value per name: one `error:` line that shows no value, exit 2, nothing sent
+    and nothing written."""
+    with FakeServer() as server:
+        args = ["--model", "m", "--backend", "openai", "--base-url", f"{server.openai_url}?{query}"]
+        code = main([*args, "--dataset", "stsb", "--limit", "2", "--results-dir", str(tmp_path / "results")])
+        calls = list(server.calls)
+    err = capsys.readouterr().err
+    assert (code, calls, list(tmp_path.iterdir())) == (2, [], [])
+    assert err.startswith(f"error: --base-url {server.openai_url}: ") and says in err and len(err.splitlines()) == 1
+    assert "s3cret" not in err
+
+
+@pytest.mark.parametrize(
     ("url", "secret"),
     [
         ("{base}?api-key=Qs-s3cret-in-query", "Qs-s3cret-in-query"),

@@ -56,12 +56,28 @@ def test_a_report_folder_replaces_the_old_one_only_when_whole(tmp_path: Path) ->
     assert _entries(out) == ["v2.txt"] and _entries(tmp_path) == ["report"]
 
 
-def test_umask_reads_the_processs_mask_without_changing_it() -> None:
-    old = os.umask(0o027)
+@pytest.mark.parametrize("mask", [0o027, 0o002, 0o077])
+def test_umask_reads_the_processs_mask_without_changing_it(mask: int) -> None:
+    old = os.umask(mask)
     try:
-        assert umask() == 0o027 and umask() == 0o027  # the same twice: read, not reset to a default
+        assert umask() == mask and umask() == mask  # the same twice: read, not reset to a default
     finally:
         os.umask(old)
+
+
+def test_the_lock_file_is_made_as_any_file_of_the_user(tmp_path: Path) -> None:
+    with held(tmp_path / "report"):
+        lock = tmp_path / ".report.lock"
+        assert stat.S_IMODE(lock.stat().st_mode) == 0o666 & ~umask()
+
+
+def test_the_blocks_own_error_is_the_one_raised_whatever_the_cleanup_finds(tmp_path: Path) -> None:
+    """A block that failed after its staging folder went (moved away, a disk unmounted) raises its own error, not
+    the cleanup's FileNotFoundError: a full disk stays one line."""
+    with pytest.raises(ValueError, match="the block's"), staged(tmp_path / "report") as staging:
+        staging.rename(tmp_path / "moved")
+        raise ValueError("the block's")
+    assert _entries(tmp_path) == ["moved"]
 
 
 def test_a_report_folder_is_written_where_its_parents_do_not_exist_yet(tmp_path: Path) -> None:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from harness.scoring.reannotation import (
     MAX_TRIES,
+    WINDOW,
     Reading,
+    _parse_at,
     combined_label,
     counts,
     prompt_objects,
@@ -163,6 +168,49 @@ def test_deep_brackets_that_close_on_a_chunks_last_closer_end_there() -> None:
     second = "]" * 4090 + "}" + ", x, "  # 4,096 characters, 4,091 closers, no opener
     assert len(first) == len(second) == 4096
     assert read_rating(first + second + '{"rating": 2}') == Reading(2, None, "embedded")
+
+
+class Windows(json.JSONDecoder):
+    """The json module's decoder, noting the length of every text it is given: the work a parse does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[int] = []
+
+    def raw_decode(self, s: str, idx: int = 0) -> tuple[Any, int]:
+        self.seen.append(len(s))
+        return super().raw_decode(s, idx)
+
+
+def test_a_parse_reads_one_window_and_grows_it_fourfold_only_while_it_runs_out() -> None:
+    """Bounded work per place (issue 30): a string longer than the window is read in 256, 1,024, ... characters
+    (the text's end last), and a parse that fails inside its window reads nothing more."""
+    assert WINDOW == 256
+    text = 'x {"j": "' + "a" * 2000 + '", "rating": 3}'
+    decoder = Windows()
+    assert _parse_at(decoder, text, 2) == ({"j": "a" * 2000, "rating": 3}, 2)
+    assert decoder.seen == [256, 1024, len(text) - 2]
+    decoder = Windows()
+    assert _parse_at(decoder, 'x {"a" oops} ' + " " * 500, 2) == (None, 2 + 5)  # resumes where it failed
+    assert decoder.seen == [256]
+
+
+@pytest.mark.parametrize(("at", "seen"), [(239, [256]), (240, [256, 741])])
+def test_a_failure_in_a_windows_last_16_characters_is_read_again_in_a_larger_one(at: int, seen: list[int]) -> None:
+    """A literal cut by the window's end (`tru|e`, a number) fails within its length of the end: from 16
+    characters before it, the parse is tried again on more text; before that, the failure is the reply's."""
+    text = '{"a": ' + " " * (at - 6) + "x" + " " * (740 - at)
+    assert len(text) == 741
+    decoder = Windows()
+    assert _parse_at(decoder, "> " + text, 2) == (None, 2 + at)
+    assert decoder.seen == seen
+
+
+def test_a_window_that_reaches_the_texts_end_is_not_grown() -> None:
+    text = '{"j": "' + "a" * 249  # 256 characters, its string unterminated: nothing more to read
+    decoder = Windows()
+    assert _parse_at(decoder, text, 0)[0] is None
+    assert decoder.seen == [256]
 
 
 def test_the_prompts_own_objects_in_order_outer_ones_only() -> None:

@@ -28,7 +28,7 @@ def planted(uid: int) -> list[str]:
     """The replies one row gets to its REPEATS rating prompts (in whatever order they arrive)."""
     r = 1 + uid % 5
     other = r if uid % 2 == 0 else min(5, r + 1)  # odd rows: the repeats disagree by one
-    ok = [f'{{"rating": {r}, "justification": "Planted."}}'] * 2 + [f'{{"rating": {other}, "justification": "x"}}']
+    ok = [f'{{"rating": {r}, "justification": "Planté."}}'] * 2 + [f'{{"rating": {other}, "justification": "x"}}']
     match uid:
         case 3:
             return ["The rating is 4 because both are similar.", *ok[1:]]  # prose: invalid JSON
@@ -99,7 +99,7 @@ def test_reannotation_with_rewritten_conditions_end_to_end(
 ) -> None:
     rows = validation
     fake = Fake(rows)
-    extra = ["--rewrite-conditions", "--repeats", str(REPEATS), "--temperature", "0.7"]
+    extra = ["--rewrite-conditions", "--repeats", str(REPEATS), "--temperature", "0.7", "--model", "annotatör"]
     with FakeServer(answer=fake) as server:
         assert main(argv(csts_dir, tmp_path, server, *extra)) == 0
         sent = len(server.calls)
@@ -123,7 +123,11 @@ def test_reannotation_with_rewritten_conditions_end_to_end(
         assert written[e.id] == (label, condition), e.id
     assert written["5"][0] == -1
 
-    record = json.loads((tmp_path / "out" / "labels.agreement.json").read_text())
+    text = (tmp_path / "out" / "labels.agreement.json").read_text(encoding="utf-8")
+    record = json.loads(text)
+    assert text == json.dumps(record, indent=2, ensure_ascii=False) + "\n" and '"annotatör"' in text
+    assert record["labelled"] == sum(label != -1 for label, _ in written.values())
+    assert (record["model"], record["repeats"], record["temperature"]) == ("annotatör", REPEATS, 0.7)
     assert record["ratings"] | {"invalid_pct": None, "not_bare_json_pct": None} == {
         "replies": len(rows) * REPEATS, "json": len(rows) * REPEATS - 6, "embedded": 1, "invalid-json": 4,
         "bad-field": 1, "unencodable": 0, "echo": 0, "error": 0, "invalid_pct": None, "not_bare_json_pct": None,
@@ -131,6 +135,7 @@ def test_reannotation_with_rewritten_conditions_end_to_end(
     assert record["ratings"]["invalid_pct"] == round(100 * 5 / (len(rows) * REPEATS), 2)
     assert record["conditions"]["invalid-json"] == 1 and record["conditions"]["bad-field"] == 1
     assert record["conditions"]["changed"] == len(rows) - 2
+    assert record["conditions"]["kept_original_after_invalid_reply"] == 2  # rows 2 and 4
     # Alpha of the planted ratings, by the krippendorff package directly (alpha ignores the order within a row).
     matrix = np.array([[np.nan if r is None else r for r in planted_ratings(int(e.id))] for e in rows]).T
     for level in ("ordinal", "interval"):
@@ -139,9 +144,12 @@ def test_reannotation_with_rewritten_conditions_end_to_end(
         assert record[f"alpha_{level}"]["value"] == pytest.approx(want, abs=1e-6)
     assert record["kappa_vs_original"]["n"] == len(rows) - 1  # row 5 has no label
     assert record["kappa_vs_tu2024"]["n"] == 0  # 24 synthetic rows: not the official file, not matched by row
-    assert "Krippendorff's alpha (repeats): ordinal" in out and "invalid" in out
+    assert "Krippendorff's alpha (repeats): ordinal" in out
+    assert f"invalid {record['ratings']['invalid_pct']:.1f}% (invalid-json 4, bad-field 1, echo 0, embedded 1" in out
 
-    replies = [json.loads(x) for x in (tmp_path / "out" / "labels.replies.jsonl").read_text().splitlines()]
+    written_replies = (tmp_path / "out" / "labels.replies.jsonl").read_text(encoding="utf-8")
+    assert "Planté." in written_replies  # UTF-8 as the model wrote it, not \u escapes
+    replies = [json.loads(x) for x in written_replies.splitlines()]
     assert len(replies) == len(rows) * (1 + REPEATS)
     assert sorted(r["reply"] for r in replies if r["step"] == "rating" and r["uid"] == "3")[0].startswith("The rating")
 
@@ -188,6 +196,7 @@ def test_a_small_validation_file_is_not_matched_to_tu_et_al(
     with FakeServer(answer=Fake(validation)) as server:
         assert main(argv(csts_dir, tmp_path, server, "--repeats", str(REPEATS))) == 0
     record = json.loads((tmp_path / "out" / "labels.agreement.json").read_text())
+    assert record["temperature"] == 0.0 and {c.body["temperature"] for c in server.calls} == {0.0}  # the default
     assert record["kappa_vs_tu2024"]["value"] is None
     assert record["kappa_vs_tu2024"]["note"].startswith(f"not the official validation file ({len(validation)} rows")
     assert "conditions" not in record
@@ -227,6 +236,32 @@ def test_bad_input_is_one_line_and_nothing_sent_or_written(
     assert err.count("\n") == 1 and err.startswith("error:") and message in err, err
     assert server.calls == []
     assert not (tmp_path / "out").exists() and not (tmp_path / "results").exists()
+
+
+def test_failed_requests_write_the_files_and_exit_3(
+    csts_dir: Path, tmp_path: Path, validation: tuple[Example, ...]
+) -> None:
+    """Row 1's rating is refused (a 400): its label is -1, the rest are written, and the exit status says so."""
+    fake = Fake(validation)
+    with FakeServer(answer=fake, plan=lambda prompt, attempt: "400" if fake.uid(prompt) == 1 else "ok") as server:
+        assert main(argv(csts_dir, tmp_path, server, "--limit", "4")) == 3
+    labels = dict(line.split("\t") for line in (tmp_path / "out" / "labels.tsv").read_text().splitlines()[1:])
+    assert labels == {"0": "1", "1": "-1", "2": "3", "3": "-1"}  # row 3: prose, invalid
+    assert json.loads((tmp_path / "out" / "labels.agreement.json").read_text())["ratings"]["error"] == 1
+
+
+def test_out_is_required_and_a_folder_in_a_sidecars_place_is_one_line(
+    csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeServer() as server:
+        args = argv(csts_dir, tmp_path, server)
+        assert main(args[: args.index("--out")]) == 2
+        assert "the following arguments are required: --out" in capsys.readouterr().err
+        (tmp_path / "out" / "labels.replies.jsonl").mkdir(parents=True)
+        assert main(args) == 2
+        assert server.calls == []
+    sidecar = tmp_path / "out" / "labels.replies.jsonl"
+    assert capsys.readouterr().err == f"error: a file beside --out {sidecar} exists and is not a regular file\n"
 
 
 def test_batch_mode_gives_the_labels_of_one_by_one(

@@ -50,6 +50,7 @@ import json
 import os
 import socket
 import ssl
+import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -65,6 +66,7 @@ from harness.calling.backends.base import PermanentError, RetryableError, Unreac
 from harness.calling.backends.reading import ErrorReply, Received
 from harness.calling.limits import rate_limit
 from harness.calling.redaction import secrets_of, url_secrets
+from harness.config.checks import url_query
 from harness.config.settings import ApiOptions
 
 CONNECT_TIMEOUT = 10.0  # seconds for one connection attempt (DNS, TCP through happy eyeballs, TLS)
@@ -455,7 +457,8 @@ class Route:
         """The model names the server lists at GET /models, None when it lists none (or cannot be asked): a hint
         for an error message, never a gate (servers list names differently from what they accept)."""
         headers = {k: v for k, v in self._headers.items() if k.lower() != "content-type"}
-        url = self.link.base_url.rstrip("/") + "/models"
+        base = yarl.URL(self.link.base_url)
+        url = base.with_path(base.path.rstrip("/") + "/models").with_query(base.query)  # a `?api-key=` kept
         try:
             status, _, content = await self.link.request(
                 "GET", url, headers, None, aiohttp.ClientTimeout(total=LISTING_TIMEOUT)
@@ -469,8 +472,8 @@ class Route:
         """How many requests the server computes at once, where it says: llama.cpp's server answers GET /props (at
         its root, beside /v1) with `total_slots`, its --parallel. None for any other reply, or none in PROPS_TIMEOUT:
         a server that does not say is watched instead (harness/calling/congestion.py)."""
-        url = yarl.URL(self.link.base_url.rstrip("/"))
-        root = url.with_path(url.path.removesuffix("/v1").rstrip("/") + "/props")
+        url = yarl.URL(self.link.base_url)
+        root = url.with_path(url.path.rstrip("/").removesuffix("/v1").rstrip("/") + "/props").with_query(url.query)
         headers = {k: v for k, v in self._headers.items() if k.lower() != "content-type"}
         try:
             status, _, content = await self.link.request(
@@ -498,8 +501,14 @@ def open_routes(
     routes = []
     for url in urls:
         link = Link(url or "", timeout, max_reply_mb)
-        client = make_client(url, httpx2.AsyncClient(transport=SDKTransport(link), follow_redirects=True))
-        link.base_url = str(client.base_url)  # as the SDK resolved it (OPENAI_BASE_URL & co.)
+        # A gateway's `?api-key=` goes to the SDK apart (`default_query`): it appends an endpoint's path to the base
+        # URL as text, which would put the path after the query.
+        base, _, query = url.partition("?") if url else (url, "", "")
+        client = make_client(base, httpx2.AsyncClient(transport=SDKTransport(link), follow_redirects=True))
+        if query:
+            client = client.with_options(default_query=url_query(f"{base}?{query}"))
+        # as the SDK resolved it (OPENAI_BASE_URL & co.), with the query (its credentials are redacted: route_secrets)
+        link.base_url = str(client.base_url) + (f"?{query}" if query else "")
         routes.append(Route(client, link))
     return routes
 
@@ -510,7 +519,9 @@ def plain_routes(
     """One Route per base URL for a provider without an SDK: `headers` and the body as given, to url + endpoint."""
     routes = []
     for url in urls:
-        template = Template(url.rstrip("/") + endpoint, {"Content-Type": "application/json", **headers}, ())
+        parts = urllib.parse.urlsplit(url)  # the endpoint goes after the path, before a query (`?api-key=`)
+        target = parts._replace(path=parts.path.rstrip("/") + endpoint).geturl()
+        template = Template(target, {"Content-Type": "application/json", **headers}, ())
         routes.append(Route(None, Link(url, timeout, max_reply_mb), template))
     return routes
 
