@@ -15,9 +15,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from harness.datasets.choose import run_description
 from harness.reporting.tables import md_table
 from harness.results.read import Run
+from harness.scoring.metrics import correlation_note
 from harness.scoring.stats import bootstrap_ci, compare_paired
 
 _KEY = ("model", "dataset", "split", "labels", "variant", "shots")
@@ -87,19 +90,25 @@ def _items(col: Column) -> list[str]:
 
 
 def _levels(cols: Sequence[Column], n_resamples: int, seed: int) -> str:
-    rows = []
+    rows, notes = [], []
     for c in cols:
         ids = _items(c)
-        ci = bootstrap_ci([c.scores[i] for i in ids], [c.gold[i] for i in ids], _groups(c, ids), n_resamples, seed)[
-            "spearman"
-        ]
+        pred, gold = [c.scores[i] for i in ids], [c.gold[i] for i in ids]
+        ci = bootstrap_ci(pred, gold, _groups(c, ids), n_resamples, seed)["spearman"]
         what = "without an expected score" if c.protocol == "expected" else "invalid (fallback)"
         invalid = f"{100 * c.invalid / max(c.answered, 1):.1f}% {what}"
+        # A column with one score throughout (Gemma-3-270M's expected score: 1.0 for every item) or mostly one
+        # is marked where its Spearman stands, with the reason under the table (the CI already shows small n).
+        why = correlation_note(np.array(pred, dtype=float), np.array(gold, dtype=float))
+        why = "; ".join(part for part in (why or "").split("; ") if part and not part.startswith("n="))
+        notes += [f"† {c.name}: {why}"] if why else []
         rows.append(
             [c.name, c.protocol, prompt_form(c.run), str(len(ids)), invalid,
-             _f(ci.estimate), f"[{_f(ci.low)}, {_f(ci.high)}]", f"`{c.run.run_dir}`"]
+             _f(ci.estimate) + (" †" if why else ""), f"[{_f(ci.low)}, {_f(ci.high)}]", f"`{c.run.run_dir}`"]
         )  # fmt: skip
     table = md_table(["column", "protocol", "prompt", "n", "invalid", "Spearman", "95% CI", "run"], rows)
+    if notes:
+        table += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
     if len({prompt_form(c.run) for c in cols}) > 1:  # a difference between these columns is not the protocol's alone
         table += (
             "\nThese columns mix prompt forms (a `--chat` run beside raw-text runs): a difference between a chat "
