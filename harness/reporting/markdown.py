@@ -80,11 +80,9 @@ def render_report(
     table: pd.DataFrame,
     out: Path,
     plots: list[Path],
-    protocols: Sequence[str] = (),
     sections: Sequence[Built] = (),
 ) -> list[Path]:
     """Write runs.csv, one table per dataset/split (md, csv, tex), side_by_side.csv, published.csv and report.md;
-    `protocols`: the section setting parsed, expected and constrained scores side by side (reporting/protocols.py);
     `sections`: those of reporting/sections.py SECTIONS with something to show, and their files."""
     table = table.reset_index(drop=True)
     files = [out / "runs.csv"]
@@ -116,7 +114,6 @@ def render_report(
     md += _published_section(table, out, files)
     md += _reasons_section(live)
     md += _uncertainty_section(live)
-    md += list(protocols)
     for built in sections:
         md += [f"## {built.title}\n", *built.part.markdown]
         for name, text in built.part.files.items():

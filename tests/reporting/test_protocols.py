@@ -101,6 +101,12 @@ def test_a_constant_or_near_constant_column_is_marked_with_its_reason(tmp_path: 
     section = (tmp_path / "rep" / "report.md").read_text().split("## Protocols")[1]
     assert re.search(r"^\| R1 expected \| expected \| chat \| 30 \| [^|]+ \| – † \|", section, re.M)
     assert "- † R1 expected: constant predictions: all 30 equal to 1.0" in section
+    # index.html shows the section too (it had only report.md's copy): the column, its mark and its reason
+    page = (tmp_path / "rep" / "index.html").read_text()
+    html = page[page.index('<section id="protocols"') :]
+    html = html[: html.index("</section>")]
+    assert "<td>R1 expected</td><td>expected</td><td>chat</td><td>30</td>" in html and "<td>– †</td>" in html
+    assert "<li>† R1 expected: constant predictions: all 30 equal to 1.0</li>" in html
     rows = samples(tmp_path / "a")
     count = Counter(r["prediction"] for r in rows).most_common(1)[0][1]  # the fake's own replies: marked or not
     parsed = re.search(r"^\| R1 parsed \| parsed \| chat \| 30 \| [^|]+ \| (-?[\d.]+)( †)? \|", section, re.M)
