@@ -94,7 +94,10 @@ def section(table: pd.DataFrame, runs: Sequence[Run], n_resamples: int = 1000, s
         pairs = _pairs(cols, n_resamples, seed)
         if len({prompt_form(c.run) for c in cols}) > 1:  # a difference between these columns is not the protocol's
             notes.append(_MIXED)
-        md += [f"### {title}\n", md_table(_LEVELS, levels) + "".join(f"- {n}\n" for n in notes)]
+        md += [
+            f"### {title}\n",
+            md_table(_LEVELS, levels) + ("\n" if notes else "") + "".join(f"- {n}\n" for n in notes),
+        ]
         md += [md_table(_PAIRS, pairs)]
         html += f"<h3>{esc(title)}</h3>" + f'<div class="scroll">{html_table(_LEVELS, levels, "protocols")}</div>'
         html += f'<ul class="notes">{"".join(f"<li>{esc(n)}</li>" for n in notes)}</ul>' if notes else ""

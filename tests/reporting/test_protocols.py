@@ -100,7 +100,7 @@ def test_a_constant_or_near_constant_column_is_marked_with_its_reason(tmp_path: 
     assert main(["report", str(tmp_path / "a"), "--out", str(tmp_path / "rep")]) == 0
     section = (tmp_path / "rep" / "report.md").read_text().split("## Protocols")[1]
     assert re.search(r"^\| R1 expected \| expected \| chat \| 30 \| [^|]+ \| – † \|", section, re.M)
-    assert "- † R1 expected: constant predictions: all 30 equal to 1.0" in section
+    assert "\n\n- † R1 expected: constant predictions: all 30 equal to 1.0" in section
     # index.html shows the section too (it had only report.md's copy): the column, its mark and its reason
     page = (tmp_path / "rep" / "index.html").read_text()
     html = page[page.index('<section id="protocols"') :]
