@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from harness.datasets.choose import run_description
-from harness.reporting.html_sections import esc, html_table
+from harness.reporting.html_sections import Markup, esc, html_table
 from harness.reporting.part import Part
 from harness.reporting.tables import md_table
 from harness.results.read import Run
@@ -69,6 +69,7 @@ _INTRO = (
     "*raw* text, as the paper sent open models, or *chat* (`--chat`: the chat template or a chat message). "
     "Spearman ×100 with 95% bootstrap CIs; paired comparisons on the items both protocols scored."
 )
+_TICK = "`"
 _LEVELS = ["column", "protocol", "prompt", "n", "invalid", "Spearman", "95% CI", "run"]
 _PAIRS = ["A − B", "n", "A", "B", "A − B", "95% CI", "p (paired bootstrap)", "p (Williams)"]
 _MIXED = (
@@ -85,7 +86,7 @@ def section(table: pd.DataFrame, runs: Sequence[Run], n_resamples: int = 1000, s
         if not run.dry_run:
             groups[_key(run)].extend(columns_of(run, str(ref)))
     md: list[str] = []
-    html = f'<p class="help">{esc(_INTRO)}</p>'
+    html = f'<p class="help">{esc(_INTRO.replace("*", "").replace(_TICK, ""))}</p>'
     for key, cols in groups.items():
         if len({c.protocol for c in cols}) < 2:
             continue
@@ -99,8 +100,10 @@ def section(table: pd.DataFrame, runs: Sequence[Run], n_resamples: int = 1000, s
             md_table(_LEVELS, levels) + ("\n" if notes else "") + "".join(f"- {n}\n" for n in notes),
         ]
         md += [md_table(_PAIRS, pairs)]
-        html += f"<h3>{esc(title)}</h3>" + f'<div class="scroll">{html_table(_LEVELS, levels, "protocols")}</div>'
-        html += f'<ul class="notes">{"".join(f"<li>{esc(n)}</li>" for n in notes)}</ul>' if notes else ""
+        cells = [[*r[:-1], Markup(f"<code>{esc(r[-1].strip(_TICK))}</code>")] for r in levels]  # no markdown
+        items = "".join(f"<li>{esc(n.replace(_TICK, ''))}</li>" for n in notes)
+        html += f'<h3>{esc(title)}</h3><div class="scroll">{html_table(_LEVELS, cells, "protocols")}</div>'
+        html += f'<ul class="notes">{items}</ul>' if notes else ""
         html += f'<div class="scroll">{html_table(_PAIRS, pairs, "protocols")}</div>'
     if not md:
         return None
