@@ -82,3 +82,17 @@ def test_same_ids_with_other_labels_are_not_the_same_items(tmp_path: Path, capsy
     (b / "samples.jsonl").write_text("\n".join(lines) + "\n")
     assert main(["compare", str(a), str(b)]) == 2
     assert "runs label 1 of their items differently (item 3 first)" in capsys.readouterr().err
+
+
+def test_the_uncertainty_table_keeps_a_run_whose_answers_are_constant(tmp_path: Path) -> None:
+    # issue 42: Gemma-3-270M parsed 1.0 for all 200 C-STS items; the Uncertainty table left its row out silently
+    results = tmp_path / "results"
+    a = make_run(results, "a", n=40, outputs={i: "1.0" for i in range(40)})
+    b = make_run(results, "b", n=40)
+    assert main(["report", str(a), str(b), "--out", str(tmp_path / "rep")]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    table = md[md.index("## Uncertainty") :].split("\n## ")[0]
+    row = next(line for line in table.splitlines() if line.startswith("| R1 |"))
+    cells = [c.strip() for c in row.split("|")]
+    assert cells[9] == cells[10] == "– (constant predictions: all 40 parsed as 1.0)"
+    assert any(line.startswith("| R2 |") for line in table.splitlines())
