@@ -80,11 +80,9 @@ def render_report(
     table: pd.DataFrame,
     out: Path,
     plots: list[Path],
-    protocols: Sequence[str] = (),
     sections: Sequence[Built] = (),
 ) -> list[Path]:
     """Write runs.csv, one table per dataset/split (md, csv, tex), side_by_side.csv, published.csv and report.md;
-    `protocols`: the section setting parsed, expected and constrained scores side by side (reporting/protocols.py);
     `sections`: those of reporting/sections.py SECTIONS with something to show, and their files."""
     table = table.reset_index(drop=True)
     files = [out / "runs.csv"]
@@ -116,7 +114,6 @@ def render_report(
     md += _published_section(table, out, files)
     md += _reasons_section(live)
     md += _uncertainty_section(live)
-    md += list(protocols)
     for built in sections:
         md += [f"## {built.title}\n", *built.part.markdown]
         for name, text in built.part.files.items():
@@ -262,8 +259,9 @@ def _mean_sd(row: Any, name: str) -> str:
 def _uncertainty_section(table: pd.DataFrame) -> list[str]:
     rows = []
     for r in table.itertuples():
-        if r.spearman is None or (isinstance(r.spearman, float) and math.isnan(r.spearman)):
-            continue
+        undefined = r.spearman is None or (isinstance(r.spearman, float) and math.isnan(r.spearman))
+        if r.dry_run or not r.n or (undefined and not words(r.spearman_note, "")):
+            continue  # a run with no answers, or none whose correlation says why it is missing
         common = "–" if pd.isna(r.n_common) else f"{fmt(r.spearman_common)} (n={int(r.n_common)})"
         rows.append(
             [
@@ -275,8 +273,8 @@ def _uncertainty_section(table: pd.DataFrame) -> list[str]:
                 str(r.n),
                 str(r.errors),
                 fmt(r.invalid_pct),
-                _ci(r, "spearman"),
-                _ci(r, "pearson"),
+                f"– ({r.spearman_note})" if undefined else _ci(r, "spearman"),  # constant answers: said, not dropped
+                f"– ({r.pearson_note})" if undefined else _ci(r, "pearson"),
                 _mean_sd(r, "spearman"),
                 f"{fmt(r.spearman_valid)} (n={'–' if pd.isna(r.n_valid) else int(r.n_valid)})",
                 common,

@@ -257,7 +257,6 @@ def write_report(
     from harness.reporting.html import write_html
     from harness.reporting.markdown import render_report
     from harness.reporting.plots import plot_invalid, plot_spearman_vs_k
-    from harness.reporting.protocols import protocols_section
 
     runs, notes = load_readable(expand(run_paths), loaded)  # unreadable folders skipped, copies shown once
     if merge:  # --shard parts checked and merged into their whole run
@@ -270,7 +269,7 @@ def write_report(
         plots = plot_spearman_vs_k(table, staging / "spearman_vs_k.png")
         plots += plot_invalid(table, staging / "invalid_rate.png")
         sections = build_sections(table, runs)  # reporting/sections.py: one line per section
-        render_report(table, staging, plots, protocols_section(runs, list(table["ref"])), sections)
+        render_report(table, staging, plots, sections)
         write_html(table, runs, plots, staging / "index.html", sections)
     return out_dir
 

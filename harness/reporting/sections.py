@@ -17,6 +17,7 @@ __all__ = ["SECTIONS", "Part", "Section"]
 
 # One entry per section: its anchor in index.html -> its description. Shown in this order, after the built-in tables.
 SECTIONS: dict[str, Section] = {
+    "protocols": Section("harness.reporting.protocols", "Protocols: parsed, expected, constrained"),
     "metrics": Section("harness.reporting.metrics_section", "More metrics"),
     "swing": Section("harness.reporting.swing_section", "Format sensitivity: the swing across templates"),
     "repeats": Section("harness.reporting.repeats_section", "Repeated samples: how K replies per item combined"),

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.scoring.metrics import pearson, spearman
+from harness.scoring.metrics import correlation_note, pearson, spearman
 from harness.types import Scored
 
 MAX_SCORE_TOKEN = 10
@@ -133,6 +133,10 @@ def expected_metrics(samples: Sequence[Scored], asked: bool | None = None) -> di
             "pearson_expected": pearson(pred, gold),
             "mse_expected": float(np.mean((pred - gold) ** 2)),
         }
+        # As the parsed correlations (metrics.py): one expected value for every item (a model whose only score
+        # token in its top 20 is "1") leaves them undefined, and a few items leave them wide; the note says which.
+        if (note := correlation_note(pred, gold)) is not None:
+            out |= {"spearman_expected_note": note, "pearson_expected_note": note}
     if mass < LOW_MASS:
         notes.append(
             f"valid score tokens had {100 * mass:.1f}% of the first-token probability on average: "

@@ -53,16 +53,31 @@ def correlation_note(pred: np.ndarray, gold: np.ndarray, valid: np.ndarray | Non
     """Why a correlation over these items could mislead, or None: "n=12", "constant predictions: all 100
     parsed as 1.0", "constant labels: all 40 are 3.0" (several joined by "; ").
 
-    There is a note exactly when the correlation is None or rests on fewer than MIN_N items.
+    There is a note exactly when the correlation is None, rests on fewer than MIN_N items, or when more than
+    half the predictions are one value ("near-constant predictions: 124 of 200 (62%) are 3.0"): the correlation
+    then ranks only the minority against one block of ties, and a model that answers "3" whatever it reads
+    (Qwen2.5-Coder-0.5B on STS-B, issue 42) still gets a number that looks like any other.
     """
     n = len(pred)
     notes = [f"n={n}"] if n < MIN_N else []
     if (value := _constant(pred)) is not None:
         how = "parsed as" if valid is not None and bool(np.all(valid)) else "equal to"
         notes.append(f"constant predictions: all {n} {how} {value}")
+    elif (mode := _majority(pred)) is not None:
+        value, count = mode
+        notes.append(f"near-constant predictions: {count} of {n} ({100 * count / n:.0f}%) are {value}")
     if (value := _constant(gold)) is not None:
         notes.append(f"constant labels: all {n} are {value}")
     return "; ".join(notes) or None
+
+
+def _majority(v: np.ndarray) -> tuple[float, int] | None:
+    """The value more than half the items share, with their count, else None."""
+    if len(v) < 3:  # two items are either constant or all different
+        return None
+    values, counts = np.unique(v, return_counts=True)
+    top = int(counts.argmax())
+    return (float(values[top]), int(counts[top])) if 2 * counts[top] > len(v) else None
 
 
 def _constant(v: np.ndarray) -> float | None:

@@ -57,6 +57,10 @@ _KEY = re.compile(r"\b(?:input|sentence\s*[12]|answer\s*[12]|condition|definitio
 # The digit of a numbered key: the "1" of "Sentence 1:" (spaces before the colon allowed).
 _KEY_DIGIT_BEFORE = re.compile(r"\b(?:sentence|answer)\s*$", re.I)
 _COLON_AFTER = re.compile(r"\s*:")
+# A scale restated ("On a scale between 0 and 5", "a score of 1 to 5"): the instructions' own words, with the
+# number the paper's rule reads as the scale's lower bound.
+_SCALE_BEFORE = re.compile(r"\b(?:scale|score)\s+(?:between|of|from)\s*$", re.I)
+_SCALE_AFTER = re.compile(r"\s*(?:and|to|-)\s*\d")
 # Words after which a number is the model's answer: "Answer: 4", "Output: 4", "score 4", "is 4", "Rating: **2**".
 _CUE = re.compile(r"\b(?:answer|output|score|rating|similarity|is)\s*[:=]?\s*[*\"'(\[]*$", re.I)
 
@@ -69,14 +73,18 @@ def is_echo(text: str) -> bool:
           (the key word right before it, a colon right after it); or
       (b) a prompt key ("Input:", "Sentence 1:", "Sentence 2:", "Condition:", "Answer 1:", "Answer 2:",
           "Definition:", "Question:") occurs before m, with no answer cue ("Output:", "Answer:", "Score:",
-          "Rating:") between the last such key and m: the number sits inside echoed sentence or condition text.
+          "Rating:") between the last such key and m: the number sits inside echoed sentence or condition text; or
+      (c) m opens a scale the reply restates, "scale between 0 and 5", "score of 1 to 5": the instruction echoed.
     Small models often reply "Sentence 1: ..." (issue 15: 64 of 93 "valid" answers in one run), which the
-    paper's rule reads as 1.0.
+    paper's rule reads as 1.0; Gemma-3-270M replied "On a scale between 0 and 5, how similar ..." (issue 42),
+    read as 0.0.
     """
     m = _NUMBER.search(text)
     if m is None:
         return False
     before = text[: m.start()]
+    if _SCALE_BEFORE.search(before) and _SCALE_AFTER.match(text, m.end()):
+        return True
     if _KEY_DIGIT_BEFORE.search(before) and _COLON_AFTER.match(text, m.end()):
         return True
     keys = list(_KEY.finditer(before))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +78,36 @@ def test_a_chat_run_beside_a_raw_run_is_labelled_and_the_mix_is_said(tmp_path: P
     forms = dict(re.findall(r"^\| (R\d \w+) \| \w+ \| (\w+) \| 30 \|", section, re.M))
     assert forms == {"R1 parsed": "raw", "R1 expected": "raw", "R2 parsed": "chat", "R2 expected": "chat"}
     assert "These columns mix prompt forms (a `--chat` run beside raw-text runs)" in section
+
+
+def test_a_constant_or_near_constant_column_is_marked_with_its_reason(tmp_path: Path) -> None:
+    # issue 42: Gemma-3-270M's only score token among its top 20 was "1" for every item (expected 1.0 throughout):
+    # the section showed "–" for its Spearman, no reason; its parsed answers were mostly one value, unmarked.
+    base = [
+        "--model",
+        "my-model",
+        "--dataset",
+        "stsb",
+        "--limit",
+        "30",
+        "--no-progress",
+        "--results-dir",
+        str(tmp_path),
+    ]
+    with FakeServer(extras=logprobs(lambda text: {"1": 0.02, "On": 0.9})) as server:
+        base += ["--base-url", server.openai_url, "--scoring", "expected", "--chat"]
+        assert main([*base, "--run-id", "a"]) == 0
+    assert main(["report", str(tmp_path / "a"), "--out", str(tmp_path / "rep")]) == 0
+    section = (tmp_path / "rep" / "report.md").read_text().split("## Protocols")[1]
+    assert re.search(r"^\| R1 expected \| expected \| chat \| 30 \| [^|]+ \| – † \|", section, re.M)
+    assert "\n\n- † R1 expected: constant predictions: all 30 equal to 1.0" in section
+    # index.html shows the section too (it had only report.md's copy): the column, its mark and its reason
+    page = (tmp_path / "rep" / "index.html").read_text()
+    html = page[page.index('<section id="protocols"') :]
+    html = html[: html.index("</section>")]
+    assert "<td>R1 expected</td><td>expected</td><td>chat</td><td>30</td>" in html and "<td>– †</td>" in html
+    assert "<li>† R1 expected: constant predictions: all 30 equal to 1.0</li>" in html
+    rows = samples(tmp_path / "a")
+    count = Counter(r["prediction"] for r in rows).most_common(1)[0][1]  # the fake's own replies: marked or not
+    parsed = re.search(r"^\| R1 parsed \| parsed \| chat \| 30 \| [^|]+ \| (-?[\d.]+)( †)? \|", section, re.M)
+    assert parsed is not None and bool(parsed.group(2)) == (2 * count > 30)

@@ -16,6 +16,7 @@ import pytest
 from harness.calling.backends.vllm import SCORE_LOGPROBS, VllmBackend
 from harness.calling.cache import ResponseCache
 from harness.cli.main import main
+from harness.cli.summary import EXPECTED, metrics_line
 from harness.config.settings import LocalOptions
 from harness.scoring.expected import collect_score_probs, expected_metrics, expected_score, score_token_value
 from harness.types import Completion, Request, Scored, Usage
@@ -89,6 +90,22 @@ def test_expected_metrics_values_against_numpy_and_scipy() -> None:
     assert m["spearman_expected"] == pytest.approx(100 * sps.spearmanr(expected, labels)[0])
     assert m["pearson_expected"] == pytest.approx(100 * sps.pearsonr(expected, labels)[0])
     assert m["expected_mass_mean"] == pytest.approx(0.6)
+
+
+def test_an_undefined_or_small_expected_correlation_says_why() -> None:
+    # Gemma-3-270M's first token put its only score-token mass on "1" for every item: expected 1.0 throughout,
+    # Spearman undefined, and the metrics line said "spearman_expected=None" with no reason (issue 42).
+    constant = expected_metrics([_scored(i, 1.0, float(i % 5), mass=0.02) for i in range(40)])
+    assert constant["spearman_expected"] is None and constant["pearson_expected"] is None
+    assert constant["spearman_expected_note"] == "constant predictions: all 40 equal to 1.0"
+    assert constant["pearson_expected_note"] == constant["spearman_expected_note"]
+    assert metrics_line(constant, EXPECTED).startswith(
+        "spearman_expected=None (constant predictions: all 40 equal to 1.0)  pearson_expected=None (constant"
+    )
+    small = expected_metrics([_scored(i, float(i % 5), float(i % 3)) for i in range(10)])
+    assert small["spearman_expected_note"] == "n=10" and small["spearman_expected"] is not None
+    wide = expected_metrics([_scored(i, float(i % 5), float(i % 3)) for i in range(30)])
+    assert "spearman_expected_note" not in wide and "pearson_expected_note" not in wide
 
 
 def test_only_answered_samples_count_and_the_low_mass_note_starts_below_half() -> None:

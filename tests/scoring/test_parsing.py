@@ -75,7 +75,16 @@ REASON_CASES = [
     ("Condition: The number of people. There are 3 men", None, None, None, "echo"),
     ("Condition: The color. Output: 4", None, None, None, "number"),  # the cue ends the echo
     ("Sentence 1 and sentence 2 are similar: 4", None, None, None, "number"),  # no colon: not a key
-]
+    # issue 42: the instruction echoed; its scale's lower bound is the first number
+    ("On a scale between 0 and 5, how similar are the following two sentences? Respond only", "length", None, None,
+     "echo"),
+    ("On a scale of 1 to 5, how similar are the", "length", None, None, "echo"),
+    ("Respond only with a score between 1 and 5.", None, None, None, "echo"),
+    ("On a scale from 1-5: 4", None, None, None, "echo"),  # the first number read is still the scale's
+    ("The score is 4 out of 5", None, None, None, "number"),
+    ("A score of 4.", None, None, None, "number"),  # no range after it: an answer
+    ("On this scale, 3 and 4 are close", None, None, None, "number"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("text", "finish", "refusal", "error", "expected"), REASON_CASES)
