@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("torch", reason='the hf extra is not installed: pip install -e ".[hf]"')
 pytest.importorskip("transformers", reason='the hf extra is not installed: pip install -e ".[hf]"')
 
+from harness.calling.backends import BACKENDS
 from harness.calling.backends.hf import HFBackend, from_config
 from harness.cli.main import main
 from harness.config.settings import LocalOptions, RunConfig
@@ -81,12 +82,12 @@ def test_paper_cuts_at_the_tokenizers_limit_and_records_its_revision(t5_dir: Pat
     # A hub snapshot (how the cache holds google/flan-ul2): its commit is the tokenizer's revision. Before, `paper`
     # cut every T5-family model at 512 whatever its tokenizer said, and recorded no revision.
     snapshot = _with_limit(t5_dir, tmp_path / "models--google--flan-ul2" / "snapshots" / REVISION, 24)
-    backend = from_config(RunConfig(model=str(snapshot), backend="hf", truncate_input="paper"))
+    backend = from_config(RunConfig(model=str(snapshot), backend="hf", truncate_input="paper"), BACKENDS["hf"])
     (item,) = backend.tokenize([Request("0", LONG)])
     assert len(item.ids) == 24 and item.ids[-1] == backend.load().tokenizer.eos_token_id
     params = backend.describe()
     assert (params["truncate_input"], params["tokenizer"]) == (24, {"model_max_length": 24, "revision": REVISION})
-    plain = from_config(RunConfig(model=str(snapshot), backend="hf", truncate_input="12")).describe()
+    plain = from_config(RunConfig(model=str(snapshot), backend="hf", truncate_input="12"), BACKENDS["hf"]).describe()
     assert plain["truncate_input"] == 12 and "tokenizer" not in plain  # a number asked for is kept as asked
 
 
