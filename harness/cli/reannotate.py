@@ -32,7 +32,7 @@ def reannotate_parser() -> Parser:
         "model": "required: the model that re-annotates (any backend's)",
         "split": "C-STS split: train, validation or test",
         "limit": "only the split's first N rows (default: all)",
-        "sample": "a seeded random N of the split's rows (--sample-seed; Zhang et al.'s alpha: a random 100)",
+        "sample": "a seeded random N of the split's rows (--sample-seed; Zhang et al.: a random 100; default: none)",
         "max_tokens": "output tokens per reply",
         "results_dir": "where the response cache lives by default",
     }
@@ -51,7 +51,8 @@ def reannotate_parser() -> Parser:
         type=Path,
         metavar="FILE",
         help="rate under the conditions of a labels file `reannotate --rewrite-conditions` wrote (Zhang et al.: "
-        "GPT-4o's conditions, rated by both models); its agreement file names the model that rewrote them",
+        "GPT-4o's conditions, rated by both models); its agreement file names the model that rewrote them (default: "
+        "none, the split's own conditions)",
     )
     p.add_argument("--repeats", type=int, default=1, help="ask each rating N times (repeat-run Krippendorff's alpha)")
     p.add_argument(

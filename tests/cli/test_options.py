@@ -15,6 +15,7 @@ from harness.cli.errors import errors_parser
 from harness.cli.options import COMMAND_HELP, run_parser
 from harness.cli.parser import HelpFormatter
 from harness.cli.reannotate import reannotate_parser
+from harness.cli.reannotate_merge import merge_parser
 from harness.cli.report_cmd import report_parser
 from tests.conftest import ROOT
 
@@ -28,6 +29,7 @@ PARSERS = {
     "batches": batches_parser,
     "errors": errors_parser,
     "reannotate": reannotate_parser,
+    "reannotate-merge": merge_parser,
 }
 
 

@@ -75,6 +75,8 @@ FLAGS: list[tuple[list[str], str, Any]] = [
     (["--case-ffn", "linear"], "embed.ffn", "linear"),
     (["--case-ffn-dim", "64"], "embed.ffn_dim", 64),
     (["--case-ffn-epochs", "7"], "embed.ffn_epochs", 7),
+    (["--case-pooling", "whole"], "embed.pooling", "whole"),
+    (["--trust-remote-code"], "local.trust_remote_code", True),
     (["--base-url", "http://127.0.0.1:1/v1"], "api.base_urls", ("http://127.0.0.1:1/v1",)),
     (["--concurrency", "3"], "api.concurrency", 3),
     (["--rpm", "60"], "api.rpm", 60.0),
