@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.datasets.choose import load_dataset
-from harness.variants.case_inputs import TABLE1_SETTINGS, sides, vector_texts
+from harness.variants.case_inputs import TABLE1_SETTINGS
 from tests.calling.test_llama_server_embeddings import run
 from tests.servers.transformers_serve import Server
 from tests.servers.vllm_serve import vllm_serve
-from tests.variants.test_case_sentence_transformers import _cos, _model_dir, _theirs
+from tests.variants.test_case_sentence_transformers import _model_dir, csts_cosines, stsb_cosines
 
 pytestmark = [
     pytest.mark.slow,
@@ -53,16 +52,7 @@ def test_csts_cosines_through_vllm_match_sentence_transformers(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     ours = run(tmp_path, server.base_url, "c", "--data-dir", str(csts_dir), "--limit", "6", "--case-inputs",
                "concat", "--case-setting", setting)  # fmt: skip
-    queries = load_dataset("csts", "validation", data_dir=csts_dir).examples[:6]
-    texts = sorted({x for q in queries for t in sides(q, "concat") for x in (t.cond, t.sent, t.base, t.plain) if x})
-    theirs = _theirs(texts)
-    expected = []
-    for q in queries:
-        pair = []
-        for t in sides(q, "concat"):
-            main_text, minus = vector_texts(t, setting)
-            pair.append(theirs[main_text] - theirs[minus] if minus else theirs[main_text])
-        expected.append(_cos(*pair))
+    expected = csts_cosines(csts_dir, setting, 6)
     assert max(abs(a - b) for a, b in zip(ours, expected, strict=True)) < COS_TOL, (ours, expected)
 
 
@@ -71,8 +61,6 @@ def test_stsb_plain_cosines_through_vllm_match_sentence_transformers(
 ) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     ours = run(tmp_path, server.base_url, "s", "--dataset", "stsb", "--limit", "8")
-    queries = load_dataset("stsb", "validation").examples[:8]
-    theirs = _theirs(sorted({s for q in queries for s in (q.sentence1, q.sentence2)}))
-    expected = [_cos(theirs[q.sentence1], theirs[q.sentence2]) for q in queries]
+    expected = stsb_cosines(8)
     assert max(abs(a - b) for a, b in zip(ours, expected, strict=True)) < COS_TOL, (ours, expected)
     assert server.requests_served("/v1/embeddings") > 0  # vLLM computed them (its access log), no other path

@@ -41,6 +41,29 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(cos_sim(a, b)[0, 0])
 
 
+def csts_cosines(csts_dir: Path, setting: str, n: int) -> list[float]:
+    """sentence-transformers' own cosines for the first n C-STS items under a Table 1 setting (concat inputs): what
+    an embedding server serving the same model must give (tests/calling/test_*_embeddings.py)."""
+    queries = load_dataset("csts", "validation", data_dir=csts_dir).examples[:n]
+    texts = sorted({x for q in queries for t in sides(q, "concat") for x in (t.cond, t.sent, t.base, t.plain) if x})
+    theirs = _theirs(texts)
+    cosines = []
+    for q in queries:
+        pair = []
+        for t in sides(q, "concat"):
+            main_text, minus = vector_texts(t, setting)
+            pair.append(theirs[main_text] - theirs[minus] if minus else theirs[main_text])
+        cosines.append(_cos(*pair))
+    return cosines
+
+
+def stsb_cosines(n: int) -> list[float]:
+    """sentence-transformers' own cosines of the first n STS-B pairs (the plain setting)."""
+    queries = load_dataset("stsb", "validation").examples[:n]
+    theirs = _theirs(sorted({s for q in queries for s in (q.sentence1, q.sentence2)}))
+    return [_cos(theirs[q.sentence1], theirs[q.sentence2]) for q in queries]
+
+
 @requires_minilm
 def test_local_backend_cosines_equal_sentence_transformers_own(
     csts_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
