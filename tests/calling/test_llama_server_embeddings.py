@@ -42,21 +42,31 @@ def run(tmp: Path, url: str, run_id: str, *extra: str) -> list[float]:
     return [json.loads(x)["prediction"] for x in (tmp / run_id / "samples.jsonl").read_text().splitlines()]
 
 
+def served_csts_match(url: str, csts_dir: Path, tmp: Path, setting: str, tol: float) -> None:
+    """`--variant case` through the server at url gives sentence-transformers' cosines on 6 C-STS items."""
+    ours = run(tmp, url, "c", "--data-dir", str(csts_dir), "--limit", "6", "--case-inputs", "concat",
+               "--case-setting", setting)  # fmt: skip
+    expected = csts_cosines(csts_dir, (setting,), 6)[setting]
+    assert max(abs(a - b) for a, b in zip(ours, expected, strict=True)) < tol, (ours, expected)
+
+
+def served_stsb_match(url: str, tmp: Path, tol: float) -> None:
+    """The same on 8 STS-B pairs (the plain setting)."""
+    ours = run(tmp, url, "s", "--dataset", "stsb", "--limit", "8")
+    expected = stsb_cosines(8)
+    assert max(abs(a - b) for a, b in zip(ours, expected, strict=True)) < tol, (ours, expected)
+
+
 @pytest.mark.parametrize("setting", [*TABLE1_SETTINGS])
 def test_csts_cosines_through_llama_server_match_sentence_transformers(
     setting: str, server: Server, csts_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    ours = run(tmp_path, server.base_url, "c", "--data-dir", str(csts_dir), "--limit", "6", "--case-inputs",
-               "concat", "--case-setting", setting)  # fmt: skip
-    expected = csts_cosines(csts_dir, setting, 6)
-    assert max(abs(a - b) for a, b in zip(ours, expected, strict=True)) < COS_TOL, (ours, expected)
+    served_csts_match(server.base_url, csts_dir, tmp_path, setting, COS_TOL)
 
 
 def test_stsb_plain_cosines_through_llama_server_match_sentence_transformers(
     server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    ours = run(tmp_path, server.base_url, "s", "--dataset", "stsb", "--limit", "8")
-    expected = stsb_cosines(8)
-    assert max(abs(a - b) for a, b in zip(ours, expected, strict=True)) < COS_TOL, (ours, expected)
+    served_stsb_match(server.base_url, tmp_path, COS_TOL)

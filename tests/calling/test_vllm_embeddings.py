@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from harness.variants.case_inputs import TABLE1_SETTINGS
-from tests.calling.test_llama_server_embeddings import run
+from tests.calling.test_llama_server_embeddings import served_csts_match, served_stsb_match
 from tests.servers.transformers_serve import Server
 from tests.servers.vllm_serve import vllm_serve
-from tests.variants.test_case_sentence_transformers import _model_dir, csts_cosines, stsb_cosines
+from tests.variants.test_case_sentence_transformers import _model_dir
 
 pytestmark = [
     pytest.mark.slow,
@@ -50,17 +50,12 @@ def test_csts_cosines_through_vllm_match_sentence_transformers(
     setting: str, server: Server, csts_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    ours = run(tmp_path, server.base_url, "c", "--data-dir", str(csts_dir), "--limit", "6", "--case-inputs",
-               "concat", "--case-setting", setting)  # fmt: skip
-    expected = csts_cosines(csts_dir, setting, 6)
-    assert max(abs(a - b) for a, b in zip(ours, expected, strict=True)) < COS_TOL, (ours, expected)
+    served_csts_match(server.base_url, csts_dir, tmp_path, setting, COS_TOL)
 
 
 def test_stsb_plain_cosines_through_vllm_match_sentence_transformers(
     server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    ours = run(tmp_path, server.base_url, "s", "--dataset", "stsb", "--limit", "8")
-    expected = stsb_cosines(8)
-    assert max(abs(a - b) for a, b in zip(ours, expected, strict=True)) < COS_TOL, (ours, expected)
+    served_stsb_match(server.base_url, tmp_path, COS_TOL)
     assert server.requests_served("/v1/embeddings") > 0  # vLLM computed them (its access log), no other path

@@ -41,20 +41,22 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(cos_sim(a, b)[0, 0])
 
 
-def csts_cosines(csts_dir: Path, setting: str, n: int) -> list[float]:
-    """sentence-transformers' own cosines for the first n C-STS items under a Table 1 setting (concat inputs): what
-    an embedding server serving the same model must give (tests/calling/test_*_embeddings.py)."""
+def csts_cosines(csts_dir: Path, settings: tuple[str, ...], n: int) -> dict[str, list[float]]:
+    """sentence-transformers' own cosines for the first n C-STS items under each Table 1 setting (concat inputs):
+    what our local backend and an embedding server serving the same model must give."""
     queries = load_dataset("csts", "validation", data_dir=csts_dir).examples[:n]
-    texts = sorted({x for q in queries for t in sides(q, "concat") for x in (t.cond, t.sent, t.base, t.plain) if x})
+    texts = sorted({x for q in queries for t in sides(q, "concat") for x in (t.cond, t.sent, t.base, t.plain)})
     theirs = _theirs(texts)
-    cosines = []
-    for q in queries:
-        pair = []
-        for t in sides(q, "concat"):
-            main_text, minus = vector_texts(t, setting)
-            pair.append(theirs[main_text] - theirs[minus] if minus else theirs[main_text])
-        cosines.append(_cos(*pair))
-    return cosines
+    out: dict[str, list[float]] = {}
+    for setting in settings:
+        out[setting] = []
+        for q in queries:
+            pair = []
+            for t in sides(q, "concat"):
+                main_text, minus = vector_texts(t, setting)
+                pair.append(theirs[main_text] - theirs[minus] if minus else theirs[main_text])
+            out[setting].append(_cos(*pair))
+    return out
 
 
 def stsb_cosines(n: int) -> list[float]:
@@ -74,18 +76,10 @@ def test_local_backend_cosines_equal_sentence_transformers_own(
             "--case-inputs", "concat"]  # fmt: skip
     assert main([*base, "--run-id", "c"]) == 0
     queries = load_dataset("csts", "validation", data_dir=csts_dir).examples[:6]
-    texts = sorted({x for q in queries for t in sides(q, "concat") for x in (t.cond, t.sent, t.base, t.plain)})
-    theirs = _theirs(texts)
+    expected = csts_cosines(csts_dir, (*TABLE1_SETTINGS, "plain"), 6)
     metrics = json.loads((tmp_path / "c" / "metrics.json").read_text())
     ours = [json.loads(line)["prediction"] for line in (tmp_path / "c" / "samples.jsonl").read_text().splitlines()]
-    for setting in (*TABLE1_SETTINGS, "plain"):
-        cosines = []
-        for q in queries:
-            pair = []
-            for t in sides(q, "concat"):
-                main_text, minus = vector_texts(t, setting)
-                pair.append(theirs[main_text] - theirs[minus] if minus else theirs[main_text])
-            cosines.append(_cos(*pair))
+    for setting, cosines in expected.items():
         if setting == "cond-c":  # the default setting: the samples' predictions
             assert max(abs(a - b) for a, b in zip(ours, cosines, strict=True)) < 1e-6
         rho = 100 * spearmanr(cosines, [q.label for q in queries]).statistic
@@ -98,8 +92,6 @@ def test_stsb_plain_cosines_equal_sentence_transformers_own(tmp_path: Path, monk
     argv = ["--variant", "case", "--backend", "sentence-transformers", "--model", _model_dir(), "--dataset", "stsb",
             "--results-dir", str(tmp_path), "--run-id", "s", "--no-progress", "--limit", "8"]  # fmt: skip
     assert main(argv) == 0
-    queries = load_dataset("stsb", "validation").examples[:8]
-    theirs = _theirs(sorted({s for q in queries for s in (q.sentence1, q.sentence2)}))
     ours = [json.loads(line)["prediction"] for line in (tmp_path / "s" / "samples.jsonl").read_text().splitlines()]
-    expected = [_cos(theirs[q.sentence1], theirs[q.sentence2]) for q in queries]
+    expected = stsb_cosines(8)
     assert max(abs(a - b) for a, b in zip(ours, expected, strict=True)) < 1e-6
