@@ -18,7 +18,13 @@ from pathlib import Path
 import pytest
 
 from harness.calling.backends.anthropic import AnthropicBackend
-from harness.calling.backends.base import MalformedReply, PermanentError, RetryableError, retry_after_seconds
+from harness.calling.backends.base import (
+    MalformedReply,
+    PermanentError,
+    RetryableError,
+    Unreachable,
+    retry_after_seconds,
+)
 from harness.calling.backends.choose import make_backend
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.openai_names import is_reasoning_model
@@ -344,3 +350,28 @@ def test_unreachable_server_says_what_it_waits_for_then_stops_in_one_line_with_n
     # default retry policy alone would try each nine times, backing off for over 90 s.
     assert set(server_polls) == {1.0} and len(server_polls) <= 2 * 24
     assert not (tmp_path / "r").exists()
+
+
+def test_an_unreachable_servers_line_shows_where_without_its_credentials(
+    csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], server_polls: list[float]
+) -> None:
+    """The one line a dead gateway gets names its address, never the key in its query or its user:password@."""
+    import socket
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there now
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1?api-key=gw-s3cret-4242"
+    argv = [
+        "--backend", "openai", "--model", "m", "--data-dir", str(csts_dir), "--results-dir", str(tmp_path),
+        "--run-id", "r", "--base-url", url, "--no-progress", "--wait-for-server", "0",
+    ]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "gw-s3cret-4242" not in err
+    assert f"no server answered at http://127.0.0.1:{port}/v1/ within 0s" in err
+    assert not (tmp_path / "r").exists()
+    # A user:password@ in the address is left out the same way
+    assert (
+        Unreachable("refused", "https://user:pw-4242@gw.example:8443/v1?api-key=k").url == "https://gw.example:8443/v1"
+    )

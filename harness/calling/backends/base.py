@@ -26,6 +26,7 @@ import email.utils
 import os
 import re
 import time
+import urllib.parse
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -132,7 +133,9 @@ class Unreachable(RetryableError):
 
     def __init__(self, message: str, url: str) -> None:
         super().__init__(message)
-        self.url = url
+        # Where, for the one line the user reads: never a `?api-key=` query or a user:password@ (they are secrets)
+        parts = urllib.parse.urlsplit(url)
+        self.url = urllib.parse.urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
 
 
 class MalformedReply(RetryableError):
