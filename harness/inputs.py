@@ -9,11 +9,13 @@ output that goes away (`| head -1`) ends the command quietly (`quiet_on_closed_s
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from harness.types import HarnessError
 
@@ -88,6 +90,17 @@ def read_text(path: Path, what: str, limit: int | None = None) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise HarnessError(f"{what} {path} is not UTF-8 text (byte {e.start})") from None
+
+
+def read_json(path: Path, what: str, limit: int | None = None) -> Any:
+    """The file as JSON: not JSON, or nested deeper than Python's decoder goes, is one clear error (no traceback)."""
+    text = read_text(path, what, limit)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise HarnessError(f"{what} {path}: not JSON ({e.msg}, line {e.lineno})") from None
+    except RecursionError:
+        raise HarnessError(f"{what} {path}: not JSON this harness reads (nested too deep)") from None
 
 
 def check_output(path: Path, what: str, *, directory: bool) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.inputs import check_output, check_regular, read_bytes, read_text
+from harness.inputs import check_output, check_regular, read_bytes, read_json, read_text
 from harness.types import HarnessError
 
 
@@ -37,6 +37,22 @@ def test_text_that_is_not_utf8_is_named(tmp_path: Path) -> None:
     (tmp_path / "latin1.txt").write_bytes("café".encode("latin-1"))
     with pytest.raises(HarnessError, match=r"latin1.txt is not UTF-8 text \(byte 3\)"):
         read_text(tmp_path / "latin1.txt", "answers file")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[" * 1200 + "]" * 1200, "not JSON this harness reads (nested too deep)"),
+        ('{"a": 1', "not JSON (Expecting ',' delimiter, line 1)"),
+    ],
+)
+def test_json_that_cannot_be_read_is_one_error(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "x.json"
+    path.write_text('{"a": [1, 2.5, null]}')
+    assert read_json(path, "record") == {"a": [1, 2.5, None]}
+    path.write_text(text)
+    with pytest.raises(HarnessError, match=f"^record {path}: " + message.replace("(", r"\(").replace(")", r"\)")):
+        read_json(path, "record")
 
 
 def test_output_paths_are_checked_before_any_work(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from harness.cli.declared import add_settings, build
 from harness.cli.options import DATA
 from harness.cli.parser import Parser
 from harness.config.settings import RunConfig
-from harness.inputs import check_output
+from harness.inputs import check_output, read_json
 from harness.types import HarnessError
 
 EXIT_INCOMPLETE = 3  # as a run: files written, some requests failed; the same command again retries only those
@@ -181,7 +181,6 @@ def given_conditions(path: Path | None, rewrite: bool) -> tuple[dict[str, str] |
     """--conditions FILE: the conditions a `reannotate --rewrite-conditions` run wrote, and the model that wrote them
     (its agreement file's); (None, None) without the option."""
     from harness.datasets.labels import read_labels_file
-    from harness.inputs import read_text
 
     if path is None:
         return None, None
@@ -191,10 +190,7 @@ def given_conditions(path: Path | None, rewrite: bool) -> tuple[dict[str, str] |
     if not conditions:
         raise HarnessError(f"--conditions {path}: no condition column (a labels file of `--rewrite-conditions`)")
     agreement_file = sidecars(path)[1]
-    try:
-        record = json.loads(read_text(agreement_file, "agreement file", 64 * 1024 * 1024))
-    except json.JSONDecodeError:
-        raise HarnessError(f"agreement file {agreement_file}: not JSON") from None
+    record = read_json(agreement_file, "agreement file", 64 * 1024 * 1024)
     rewriter = record.get("model") if isinstance(record, dict) and "conditions" in record else None
     if not isinstance(rewriter, str):
         raise HarnessError(f"agreement file {agreement_file}: names no model that rewrote the conditions")

@@ -14,7 +14,7 @@ from typing import Any
 from harness.cli.options import add_data_args
 from harness.cli.parser import Parser
 from harness.cli.reannotate import published_verdicts, sidecars
-from harness.inputs import check_output, read_text
+from harness.inputs import check_output, read_json, read_text
 from harness.types import HarnessError
 
 MAX_SIDECAR = 512 * 1024 * 1024  # a replies file of the whole train split with justifications stays well under this
@@ -35,10 +35,7 @@ def merge_parser() -> Parser:
 
 
 def _json(path: Path, what: str) -> Any:
-    try:
-        return json.loads(read_text(path, what, MAX_SIDECAR))
-    except json.JSONDecodeError as e:
-        raise HarnessError(f"{what} {path}: not JSON ({e.msg}, line {e.lineno})") from None
+    return read_json(path, what, MAX_SIDECAR)
 
 
 def read_source(labels: Path) -> tuple[dict[str, Any], dict[str, list[int | None]]]:

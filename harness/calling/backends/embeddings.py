@@ -17,7 +17,7 @@ from harness.calling.backends.description import Description
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.openai_names import default_chat
 from harness.config.settings import RunConfig
-from harness.inputs import read_text
+from harness.inputs import read_json
 from harness.scoring.vectors import MAX_TEXT, NOT_A_LIST, TOO_LONG, UNUSABLE, check_vector
 from harness.types import Completion, HarnessError, Request, Usage
 
@@ -93,11 +93,11 @@ def folder_pooling(model: str) -> str | None:
     if not (folder / "modules.json").is_file():
         return None
     try:
-        modules = json.loads(read_text(folder / "modules.json", "modules.json", POOLING_CONFIG_BYTES))
+        modules = read_json(folder / "modules.json", "modules.json", POOLING_CONFIG_BYTES)
         pooling = [m for m in modules if str(m.get("type", "")).endswith("Pooling")]
         if not pooling:
             return "own"
-        config = json.loads(read_text(folder / pooling[0]["path"] / "config.json", "pooling config", 1 << 16))
+        config = read_json(folder / pooling[0]["path"] / "config.json", "pooling config", 1 << 16)
     except (HarnessError, ValueError, TypeError, AttributeError, KeyError):
         return None
     if isinstance(config.get("pooling_mode"), str):  # sentence-transformers 6
