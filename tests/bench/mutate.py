@@ -97,6 +97,18 @@ MODULES: dict[str, list[str]] = {
         "tests/calling/test_dispatch_accounting.py",
         "--deselect=tests/calling/test_dispatch.py::test_429_storm_loses_nothing_and_each_prompt_is_answered_once",
     ],
+    "harness/calling/backends/openai.py": [
+        "tests/calling/test_openai_backend.py",
+        "tests/calling/test_backends_api.py",
+        "--deselect=tests/calling/test_backends_api.py::test_kill_9_then_rerun_sends_only_what_is_missing_and_matches_an_uninterrupted_run",
+        "--deselect=tests/calling/test_backends_api.py::test_unreachable_server_says_what_it_waits_for_then_stops_in_one_line_with_no_run_folder",
+    ],
+    "harness/calling/backends/anthropic.py": [
+        "tests/calling/test_anthropic_backend.py",
+        "tests/calling/test_backends_api.py",
+        "--deselect=tests/calling/test_backends_api.py::test_kill_9_then_rerun_sends_only_what_is_missing_and_matches_an_uninterrupted_run",
+        "--deselect=tests/calling/test_backends_api.py::test_unreachable_server_says_what_it_waits_for_then_stops_in_one_line_with_no_run_folder",
+    ],
 }
 
 _COMPARE = {
@@ -221,7 +233,7 @@ def _preload() -> None:
     """Import, once, the heavy libraries the tests use (never harness itself): each mutant's pytest then runs in a
     fork of this process, saving an interpreter start and a few seconds of imports per mutant."""
     sys.dont_write_bytecode = True  # a mutated module is always read from its source, never from a stale .pyc
-    for name in ("numpy", "pandas", "pytest", "scipy.stats", "jinja2"):
+    for name in ("numpy", "pandas", "pytest", "scipy.stats", "jinja2", "openai", "anthropic", "aiohttp"):
         importlib.import_module(name)
 
 
