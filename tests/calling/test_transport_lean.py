@@ -33,10 +33,17 @@ OPENAI_SHAPES: dict[str, dict[str, Any]] = {
     "stop sequences": {"stop": ["\n", "Sentence"]},
     "reasoning model": {"reasoning": True, "reasoning_effort": "low"},
     "max_tokens 5": {"max_tokens": 5},
+    # fields the SDK's create() does not name (the SDK sends them in extra_body; the backend leaves them out of
+    # its call, and the captured template puts them last): a thinking switch, llama.cpp's grammar, a JSON schema
+    # on raw prompts, with log-probabilities
+    "thinking switch and grammar": {"model": "Qwen/Qwen3-8B", "reasoning": False, "constrain": (1, 2), "grammar": True},
+    "raw prompt, JSON schema": {"chat": False, "constrain": (1, 2, 3), "expected": True, "stop": ["\n"]},
+    "raw prompt, grammar": {"chat": False, "constrain": (1, 2, 3), "grammar": True},
 }
+UNTYPED = {"chat_template_kwargs", "grammar"}  # and response_format on raw prompts
 ANTHROPIC_SHAPES: dict[str, dict[str, Any]] = {
     "default": {},
-    "greedy (temperature in extra_body, API version pinned)": {"anthropic_greedy": True},
+    "greedy (temperature outside the typed call, API version pinned)": {"anthropic_greedy": True},
     "stop sequences": {"stop": ["\n"]},
 }
 
@@ -48,11 +55,13 @@ def _sent(server: FakeServer) -> tuple[bytes, dict[str, str]]:
 
 async def _sdk_openai(backend: OpenAIBackend, url: str, body: dict[str, Any]) -> None:
     client = openai.AsyncOpenAI(api_key=KEY, base_url=url, max_retries=0, timeout=120.0)
+    untyped = UNTYPED | (set() if backend.chat else {"response_format"})
+    extra = {k: body.pop(k) for k in list(body) if k in untyped} or None
     try:
         if backend.chat:
-            await client.chat.completions.create(**body)
+            await client.chat.completions.create(**body, extra_body=extra)
         else:
-            await client.completions.create(**body)
+            await client.completions.create(**body, extra_body=extra)
     finally:
         await client.close()
 
@@ -60,9 +69,9 @@ async def _sdk_openai(backend: OpenAIBackend, url: str, body: dict[str, Any]) ->
 @pytest.mark.parametrize("shape", list(OPENAI_SHAPES))
 def test_openai_requests_are_the_bytes_the_sdk_sends(shape: str) -> None:
     request = Request("0", PROMPT, max_tokens=OPENAI_SHAPES[shape].get("max_tokens", 20))
-    options = {k: v for k, v in OPENAI_SHAPES[shape].items() if k != "max_tokens"}
+    options = {k: v for k, v in OPENAI_SHAPES[shape].items() if k not in ("max_tokens", "model")}
     with FakeServer() as server:
-        backend = OpenAIBackend("gpt-4o", KEY, [server.openai_url], **options)
+        backend = OpenAIBackend(OPENAI_SHAPES[shape].get("model", "gpt-4o"), KEY, [server.openai_url], **options)
         if not backend.chat:  # raw prompts go to OpenAI-compatible servers only
             backend = OpenAIBackend("my-model", KEY, [server.openai_url], **options)
         asyncio.run(_sdk_openai(backend, server.openai_url, backend.body(request)))

@@ -4,7 +4,7 @@ The installed SDK (anthropic 2.x) sends API version 2026-10-21 and has no `tempe
 `top_k` in `messages.create`: under that version any sampling parameter is a 400 on every model. So by
 default we send none and the model samples at its default: decoding is NOT deterministic, and
 describe() says so. `--anthropic-greedy` asks for greedy decoding the one way still supported: pin the
-request to API version 2023-06-01 and send `temperature: 0` in the body (extra_body). Models that no
+request to API version 2023-06-01 and send `temperature: 0` in the body (beside the SDK's typed call). Models that no
 longer accept sampling parameters at all (Opus 4.7 and later, generation-5 models) answer that with a
 400, and the run stops with their message. The Messages API is chat-only: `--no-chat` is refused.
 Stop reasons are recorded in OpenAI's words (end_turn, stop_sequence -> stop; max_tokens -> length).
@@ -112,10 +112,10 @@ class AnthropicBackend(HTTPBackend):
 
     def sdk_call(self, body: dict[str, Any]) -> Callable[[AsyncAnthropic], Awaitable[Any]]:
         """The SDK's own typed call for this body, run once per base URL by transport.py `capture`.
-        This SDK's messages.create has no temperature argument: it travels in extra_body, and so goes last."""
+        This SDK's messages.create has no temperature argument: it is left out of the call, and Template.encode
+        sends it last, where the SDK's extra_body would (tests/calling/test_transport_lean.py compares the bytes)."""
         fields = {k: v for k, v in body.items() if k != "temperature"}
-        extra = {"temperature": body["temperature"]} if "temperature" in body else None
-        return lambda c: c.messages.create(**fields, extra_body=extra)
+        return lambda c: c.messages.create(**fields)
 
     def completion_from(self, request_id: str, data: Any, limits: RateLimit | None = None) -> Completion:
         """A Messages reply's JSON as a Completion, whether it came one by one or in a batch's results."""

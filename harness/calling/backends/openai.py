@@ -156,14 +156,15 @@ class OpenAIBackend(HTTPBackend):
 
     def sdk_call(self, body: dict[str, Any]) -> Callable[[AsyncOpenAI], Awaitable[Any]]:
         """The SDK's own typed call for this body, run once per base URL by transport.py `capture`."""
-        # Fields the SDK's create() does not name travel in extra_body: a server's chat_template_kwargs (reasoning
-        # switch) and, with --constrain on a compatible server, llama.cpp's grammar (and response_format on raw).
+        # Fields the SDK's create() does not name are left out of the call: a server's chat_template_kwargs
+        # (reasoning switch) and, with --constrain on a compatible server, llama.cpp's grammar (and response_format
+        # on raw). The capture keeps only the typed fields' order, and Template.encode sends the others after them,
+        # where the SDK's extra_body would put them (tests/calling/test_transport_lean.py compares the bytes).
         untyped = {"chat_template_kwargs", "grammar"} | (set() if self.chat else {"response_format"})
         typed = {k: v for k, v in body.items() if k not in untyped}
-        extra = {k: v for k, v in body.items() if k in untyped} or None
         if self.chat:
-            return lambda c: c.chat.completions.create(**typed, extra_body=extra)
-        return lambda c: c.completions.create(**typed, extra_body=extra)
+            return lambda c: c.chat.completions.create(**typed)
+        return lambda c: c.completions.create(**typed)
 
     def completion_from(self, request_id: str, data: Any, limits: RateLimit | None = None) -> Completion:
         """A reply's JSON as a Completion, whether it came one by one or in a batch's output file
