@@ -99,12 +99,14 @@ MODULES: dict[str, list[str]] = {
     ],
     "harness/calling/backends/openai.py": [
         "tests/calling/test_openai_backend.py",
+        "tests/calling/test_transport_lean.py",
         "tests/calling/test_backends_api.py",
         "--deselect=tests/calling/test_backends_api.py::test_kill_9_then_rerun_sends_only_what_is_missing_and_matches_an_uninterrupted_run",
         "--deselect=tests/calling/test_backends_api.py::test_unreachable_server_says_what_it_waits_for_then_stops_in_one_line_with_no_run_folder",
     ],
     "harness/calling/backends/anthropic.py": [
         "tests/calling/test_anthropic_backend.py",
+        "tests/calling/test_transport_lean.py",
         "tests/calling/test_backends_api.py",
         "--deselect=tests/calling/test_backends_api.py::test_kill_9_then_rerun_sends_only_what_is_missing_and_matches_an_uninterrupted_run",
         "--deselect=tests/calling/test_backends_api.py::test_unreachable_server_says_what_it_waits_for_then_stops_in_one_line_with_no_run_folder",
