@@ -7,26 +7,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-
-def _fmt(value: object) -> str:
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
-
+from harness.scoring.metrics import metrics_line, shown
 
 # After these, every metric of harness/scoring/metrics.py METRICS (print_summary).
 HEADLINE = ("n", "invalid_pct", "out_of_range_pct", "spearman", "pearson", "spearman_valid", "pearson_valid")
 STRICT = ("invalid_strict_pct", "spearman_strict", "pearson_strict")
 EXPECTED = ("spearman_expected", "pearson_expected", "expected_mass_mean")
-
-
-def metrics_line(m: dict[str, Any], keys: Sequence[str]) -> str:
-    """`key=value` pairs; a correlation that could mislead carries its note: `spearman=None (n=1)`."""
-    parts = []
-    for k in keys:
-        if k in m:
-            note = m.get(f"{k}_note")
-            parts.append(f"{k}={_fmt(m[k])}" + (f" ({note})" if note else ""))
-    return "  ".join(parts)
-
 
 def print_dry_run(m: dict[str, Any]) -> None:
     from harness.calling.estimate import dry_run_cost
@@ -124,7 +110,7 @@ def qa_embed_yardstick(config: Any, m: dict[str, Any]) -> str | None:
     ours = m.get("spearman")
     return (
         f"Tu et al. 2024 §4.1: Spearman {TU_QA_EMBED['spearman']} (GPT-3.5's answers, text-embedding-ada-002, "
-        f"{TU_QA_EMBED['n']:,} rows); yours: {_fmt(ours)} ({verdict})"
+        f"{TU_QA_EMBED['n']:,} rows); yours: {shown(ours)} ({verdict})"
     )
 
 

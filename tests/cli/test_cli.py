@@ -215,7 +215,7 @@ def test_an_all_echo_run_says_why_its_numbers_mislead(tmp_path: Path, capsys: py
         assert _run([*argv, "--run-id", "echo", "--parse", "strict"], tmp_path) == 0
     out = capsys.readouterr().out
     assert "invalid_pct=0.00" in out
-    assert "spearman=None (constant predictions: all 40 parsed as 1.0)" in out
+    assert "spearman=None†  pearson=None†" in out and "(† constant predictions: all 40 parsed as 1.0)" in out
     assert "reasons: echo=40" in out
     assert "strict parse (not the paper's rule): invalid_strict_pct=100.00" in out
     metrics = json.loads((tmp_path / "results" / "echo" / "metrics.json").read_text())
@@ -228,9 +228,11 @@ def test_an_all_echo_run_says_why_its_numbers_mislead(tmp_path: Path, capsys: py
 
 def test_a_small_run_flags_its_correlations_with_n(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["--dataset", "stsb", "--model", "overlap", "--limit", "12", "--run-id", "small"], tmp_path) == 0
-    out = capsys.readouterr().out
-    assert "spearman=" in out and "(n=12)" in out
+    line = capsys.readouterr().out.splitlines()[0]
     metrics = json.loads((tmp_path / "results" / "small" / "metrics.json").read_text())
+    # each flagged number marked, its note said once (issue 42: the line said "(n=12)" four times)
+    assert f"spearman={metrics['spearman']:.2f}†  pearson={metrics['pearson']:.2f}†" in line
+    assert line.endswith("  († n=12)") and line.count("†") == 5  # four numbers marked, one note
     assert {k for k in metrics if k.endswith("_note")} == {
         "spearman_note",
         "pearson_note",
