@@ -111,6 +111,11 @@ class DispatchStats:
         return {"cache": cache, "dispatch": d}
 
 
+def cache_path(config: RunConfig) -> Path | None:
+    """The response cache file the run reads and writes (--cache, else the results folder's); None: --no-cache."""
+    return None if config.api.no_cache else config.api.cache or config.results_dir / "cache.sqlite"
+
+
 def dispatch_options(config: RunConfig, price: Price | None) -> DispatchOptions:
     """Concurrency, retries, cache, spending limit, progress and --batch as the run's options say."""
     api = config.api
@@ -123,7 +128,7 @@ def dispatch_options(config: RunConfig, price: Price | None) -> DispatchOptions:
         max_cost=api.max_cost,
         price=price,
         count_prompt=prompt_counter(config)[0] if api.max_cost is not None or api.tpm is not None else None,
-        cache_path=None if api.no_cache else api.cache or config.results_dir / "cache.sqlite",
+        cache_path=cache_path(config),
         progress=config.progress,
         batch=api.batch,
         max_reply_mb=api.max_reply_mb,
