@@ -14,6 +14,7 @@ HEADLINE = ("n", "invalid_pct", "out_of_range_pct", "spearman", "pearson", "spea
 STRICT = ("invalid_strict_pct", "spearman_strict", "pearson_strict")
 EXPECTED = ("spearman_expected", "pearson_expected", "expected_mass_mean")
 
+
 def print_dry_run(m: dict[str, Any]) -> None:
     from harness.calling.estimate import dry_run_cost
 
@@ -118,7 +119,9 @@ def _report_api(m: dict) -> None:
     """Cache, cost and failed requests of an API run (nothing for offline runs)."""
     cache, usage, dispatch = m.get("cache"), m.get("usage", {}), m.get("dispatch", {})
     if cache and cache["mode"] != "off":
-        print(f"cache: {cache['hits']} hits, {cache['misses']} misses")
+        served = cache.get("served")
+        by = f" (keyed by the model file the server serves: {', '.join(map(str, served))})" if served else ""
+        print(f"cache: {cache['hits']} hits, {cache['misses']} misses{by}")
     if usage.get("cost_usd") is not None:
         print(f"tokens: {usage['input_tokens']} in, {usage['output_tokens']} out; cost ${usage['cost_usd']:.4f}")
     if not m.get("errors"):
