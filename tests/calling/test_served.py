@@ -4,12 +4,15 @@ server that says nothing by its address, as before."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from harness.calling.backends.embeddings import OpenAIEmbeddingBackend
+from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.served import host_class, served_identity
 from harness.cli.main import main
 from tests.fake_server import FakeServer
@@ -17,6 +20,12 @@ from tests.real_model import requires_smollm2
 from tests.servers.llama_server_bin import llama_server, requires_llama_server
 
 GGUF = "/models/qwen2.5-coder-0.5b-instruct.gguf"
+# What tests/fake_server.py's /props says beside the model file
+_FAKE_PROPS = {
+    "chat_template": "{{ messages[0].content }}",
+    "build_info": "fake",
+    "default_generation_settings": {"params": {"top_k": 40, "repeat_penalty": 1.0}},
+}
 
 
 def _run(server: FakeServer, tmp_path: Path, run_id: str, *more: str) -> dict:
@@ -68,6 +77,22 @@ def test_a_server_that_is_down_leaves_its_answers_under_its_address(tmp_path: Pa
     assert main([*args, "--results-dir", str(tmp_path / "results"), "--run-id", "again", "--no-progress"]) == 0
     cache = json.loads((tmp_path / "results" / "again" / "metrics.json").read_text())["cache"]
     assert cache == {"mode": "on", "hits": 6, "misses": 0}
+
+
+def test_an_embedding_server_keeps_its_address_its_pooling_is_not_reported() -> None:
+    # llama.cpp's --pooling mean or cls decides the vectors, and /props does not say which: two servers of one GGUF
+    # may embed differently, so their answers are not shared
+    with FakeServer(model_path=GGUF) as server:
+
+        async def ask(backend: OpenAIBackend) -> object:
+            try:
+                return await backend.served()
+            finally:
+                await backend.aclose()
+
+        completions = asyncio.run(ask(OpenAIBackend("m", "sk-test", [server.openai_url])))
+        assert completions == [served_identity({"model_path": GGUF, **_FAKE_PROPS}, server.openai_url)]
+        assert asyncio.run(ask(OpenAIEmbeddingBackend("m", "sk-test", [server.openai_url]))) is None
 
 
 @pytest.mark.parametrize(

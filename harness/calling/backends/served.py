@@ -9,8 +9,9 @@ and special tokens, the sampling defaults a request does not override (its comma
 that say less keep their address in the key: vLLM's /v1/models `root` and any server's model `id` name the
 weights but not how they are run (vLLM's --dtype, --quantization, --chat-template), and a proxy's names are
 whatever it maps them to, so two servers reporting the same name may answer differently and the cache could not
-tell them apart. What llama.cpp does not report (its KV-cache type, flash attention, the slots' batching) is in
-neither key, as it never was.
+tell them apart. What llama.cpp does not report (its KV-cache type, flash attention, RoPE or metadata overrides,
+--chat-template-kwargs, the slots' batching) is in neither key, as it never was. Its embeddings keep the address:
+/props does not say how the server pools (--pooling), and that decides the vectors (embeddings.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import yarl
 # The entries of llama.cpp's /props that decide an answer beyond the request; `total_slots`, `n_ctx` per slot, the
 # alias (the requested `model` is in the key already), the web UI's settings and live state are left out, so
 # that one model file behind another --parallel or port is the same server.
-LLAMA_CPP = ("model_path", "model_ftype", "chat_template", "bos_token", "eos_token", "build_info")
+LLAMA_CPP = ("model_path", "model_ftype", "chat_template", "chat_template_caps", "bos_token", "eos_token", "build_info")
 MAX_PROPS = 256 * 1024  # characters of the entries kept: more is no server's self-description, not read
 
 
