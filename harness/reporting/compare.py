@@ -1,4 +1,7 @@
-"""Two runs on the same items, compared: paired cluster bootstrap and Williams' test (Steiger 1980)."""
+"""Two runs on the same items, compared: paired cluster bootstrap and Williams' test (Steiger 1980), on the parsed
+scores and, where both runs have them, the expected scores; each side named by the settings its run recorded
+differently, with its invalid rate and reply reasons (issue 42: a chat and a raw run looked alike, an all-echo run
+showed 0 % invalid and nothing else)."""
 
 from __future__ import annotations
 
@@ -111,7 +114,7 @@ def compare_runs(a_dir: Path, b_dir: Path, n_resamples: int = 2000, seed: int = 
         # out here: the CI beside it already says how little n items tell.
         mark = {}
         for name, u in (("A", ua), ("B", ub)):
-            why = _note([u[i] for i in ids], score)
+            why = _note([u[i] for i in ids], score, parsed=scope != "expected score")
             mark[name] = " †" if why else ""
             if why:
                 notes[f"{name}, {scope}"] = why
@@ -150,11 +153,12 @@ def compare_runs(a_dir: Path, b_dir: Path, n_resamples: int = 2000, seed: int = 
     return "\n".join(lines) + "\n"
 
 
-def _note(scored: list[Scored], score: Callable[[Scored], float | None]) -> str | None:
-    """Why correlations over these samples could mislead (metrics.py correlation_note), small n left out."""
+def _note(scored: list[Scored], score: Callable[[Scored], float | None], parsed: bool = True) -> str | None:
+    """Why correlations over these samples could mislead (metrics.py correlation_note), small n left out.
+    `parsed`: the scores are the parsed ones (a constant one is "parsed as"), not expected scores."""
     pred = np.array([float(score(s)) for s in scored])  # type: ignore[arg-type]
     gold = np.array([float(s.label) for s in scored])  # type: ignore[arg-type]
-    why = correlation_note(pred, gold, np.array([s.valid for s in scored]))
+    why = correlation_note(pred, gold, np.array([s.valid for s in scored]) if parsed else None)
     kept = [part for part in (why or "").split("; ") if part and not part.startswith("n=")]
     return "; ".join(kept) or None
 

@@ -187,3 +187,17 @@ def test_expected_scores_of_one_side_only_are_said_not_compared(tmp_path: Path) 
     text = compare_runs(a, make_run(results, "b", n=20), n_resamples=50)
     assert "note: only A has expected scores (--scoring expected): they are not compared" in text
     assert "| expected score |" not in text
+
+
+def test_a_constant_expected_score_is_marked_in_its_row(tmp_path: Path) -> None:
+    # Gemma-3-270M's first token gave the score tokens 2 % of its probability, all on "1": expected 1.0 throughout
+    results = tmp_path / "results"
+    a, b = make_run(results, "a", n=20, manifest=False), make_run(results, "b", n=20, manifest=False)
+    _with_expected(a, np.full(20, 1.0))
+    _with_expected(b, np.linspace(1, 5, 20))
+    text = compare_runs(a, b, n_resamples=50)
+    row = next(x for x in text.splitlines() if x.startswith("| expected score | spearman |"))
+    labels = [json.loads(x)["label"] for x in (b / "samples.jsonl").read_text().splitlines()]
+    b_spearman = 100 * sps.spearmanr(np.linspace(1, 5, 20), labels)[0]
+    assert [c.strip() for c in row.split("|")[4:6]] == ["– †", f"{b_spearman:.2f}"]  # A undefined, B as scipy has it
+    assert "† A, expected score: constant predictions: all 20 equal to 1.0" in text
