@@ -229,8 +229,17 @@ def told_apart(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[str], list[st
         for side, (config, value) in enumerate(((a, ra[d]), (b, rb[d]))):
             if value is None and len(d.path) == 1:
                 value = setting(config, name)
-            tags[side].append(show(name, value))
+            tags[side].append(_tag(name, value))
     return tags
+
+
+def _tag(name: str, value: Any) -> str:
+    """A setting as a side's tag: chat / raw, shots=2, api.base_urls=["http://127.0.0.1:18093/v1"]; whole where
+    the report's row labels cut it at 24 characters (two ports differ only at the end), up to 120."""
+    if name in ("chat", "reasoning") or value is None:
+        return show(name, value)
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return f"{name}={text if len(text) <= 120 else text[:117] + '...'}"
 
 
 def _plain(value: Any) -> str:

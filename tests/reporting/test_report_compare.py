@@ -122,6 +122,11 @@ def test_each_side_is_named_by_the_settings_its_run_recorded_differently(
     lines = compare_runs(chat, raw, n_resamples=50).splitlines()
     assert lines[0].startswith(f"A: {chat} (m · chat), invalid 0.0%")
     assert lines[1].startswith(f"B: {raw} (m · raw), invalid 0.0%")
+    with FakeServer() as other:  # the same settings against another server: its address is what differs
+        there = _fake_run(other, results, "there")
+    lines = compare_runs(raw, there, n_resamples=50).splitlines()
+    assert lines[0].startswith(f'A: {raw} (m · api.base_urls=["{server.openai_url}"]), invalid')
+    assert lines[1].startswith(f'B: {there} (m · api.base_urls=["{other.openai_url}"]), invalid')
     lines = compare_runs(raw, raw_k2, n_resamples=50).splitlines()
     assert lines[0].startswith(f"A: {raw} (m · shots=0 · parse=first-number), invalid")
     assert lines[1].startswith(f"B: {raw_k2} (m · shots=2 · parse=strict), invalid")
