@@ -50,7 +50,7 @@ def served_identity(props: dict[str, Any] | None, base_url: str) -> dict[str, An
     params = settings.get("params") if isinstance(settings, dict) else None
     kept = {k: props[k] for k in LLAMA_CPP if k in props} | {"defaults": params if isinstance(params, dict) else None}
     try:  # the key encodes it as JSON: a depth or size no server's description has is not read
-        if len(json.dumps(kept, sort_keys=True, default=str)) > MAX_PROPS:
+        if len(json.dumps(kept, default=str)) > MAX_PROPS:
             return None
     except (RecursionError, ValueError):
         return None
