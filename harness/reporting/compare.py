@@ -227,7 +227,7 @@ def told_apart(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[str], list[st
         if name == "model" or _plain(ra[d]) == _plain(rb[d]):
             continue
         for side, (config, value) in enumerate(((a, ra[d]), (b, rb[d]))):
-            if value is None and len(d.path) == 1:
+            if value is None:
                 value = setting(config, name)
             tags[side].append(_tag(name, value))
     return tags

@@ -11,7 +11,7 @@ import pytest
 import scipy.stats as sps
 
 from harness.cli.main import main
-from harness.reporting.compare import compare_runs
+from harness.reporting.compare import compare_runs, told_apart
 from harness.results.manifest import write_manifest
 from tests.fake_server import FakeServer, default_answer
 from tests.scoring.test_stats_reference import _brute_force_paired, _williams_from_the_matrix
@@ -144,7 +144,10 @@ def test_each_side_says_its_reply_reasons_and_a_reason_other_than_number_that_do
     assert reasons_a == {"echo": 20}
     assert f"A: {a} (m), invalid 0.0% (0 of 20 replies scored by the fallback draw); reasons: echo 20" in text
     assert f"B: {b} (m), invalid 0.0% (0 of 20 replies scored by the fallback draw); reasons: number 20" in text
-    assert "warning: A: 20 of 20 replies (100%) are `echo`, not a number given as the answer" in text
+    assert (
+        "warning: A: 20 of 20 replies (100%) are `echo`, not a number given as the answer (the number read is the "
+        "prompt's own, the scale or a sentence's label, repeated): its scores say little of what the model judged"
+    ) in text
     assert "warning: B" not in text
 
 
@@ -168,6 +171,7 @@ def test_expected_scores_are_compared_with_the_same_paired_tests(tmp_path: Path)
     _with_expected(a, ea)
     _with_expected(b, eb)
     text = compare_runs(a, b, n_resamples=150, seed=4)
+    assert "| valid in both | spearman | 30 |" in text  # B's every 4th reply has no number: 10 of 40
     rows = {
         m: next(x for x in text.splitlines() if x.startswith(f"| expected score | {m} |"))
         for m in ("spearman", "pearson")
@@ -206,3 +210,13 @@ def test_a_constant_expected_score_is_marked_in_its_row(tmp_path: Path) -> None:
     b_spearman = 100 * sps.spearmanr(np.linspace(1, 5, 20), labels)[0]
     assert [c.strip() for c in row.split("|")[4:6]] == ["– †", f"{b_spearman:.2f}"]  # A undefined, B as scipy has it
     assert "† A, expected score: constant predictions: all 20 equal to 1.0" in text
+
+
+def test_a_long_setting_is_shown_whole_up_to_120_characters() -> None:
+    def config(instr: str) -> dict:
+        return {"model": "m", "settings": {"model": "m", "instr": instr}}
+
+    whole, cut = "x" * 120, "y" * 121  # a value of 120 characters is shown whole, a longer one cut to 120
+    assert told_apart(config(whole), config("short")) == ([f"instr={whole}"], ["instr=short"])
+    assert told_apart(config(cut), config("short"))[0] == [f"instr={'y' * 117}..."]
+    assert told_apart(config("short"), config("short")) == ([], [])
