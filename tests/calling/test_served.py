@@ -13,7 +13,7 @@ import pytest
 
 from harness.calling.backends.embeddings import OpenAIEmbeddingBackend
 from harness.calling.backends.openai import OpenAIBackend
-from harness.calling.backends.served import MAX_PROPS, host_class, served_identity
+from harness.calling.backends.served import host_class, served_identity
 from harness.cli.main import main
 from tests.fake_server import FakeServer
 from tests.real_model import requires_smollm2
@@ -141,9 +141,10 @@ def test_only_what_decides_an_answer_is_kept_from_props() -> None:
 def test_a_description_longer_than_any_server_gives_is_not_read() -> None:
     base = {"model_path": GGUF, "chat_template": ""}
     size = len(json.dumps({"model_path": GGUF, "chat_template": "", "defaults": None}))
-    at_most = base | {"chat_template": "x" * (MAX_PROPS - size)}
+    limit = 256 * 1024  # characters of JSON (served.py MAX_PROPS), written out: a test of the bound, not a copy of it
+    at_most = base | {"chat_template": "x" * (limit - size)}
     assert served_identity(at_most, "http://127.0.0.1:1/v1") is not None
-    assert served_identity(at_most | {"chat_template": "x" * (MAX_PROPS - size + 1)}, "http://127.0.0.1:1/v1") is None
+    assert served_identity(at_most | {"chat_template": "x" * (limit - size + 1)}, "http://127.0.0.1:1/v1") is None
     deep: object = 1
     for _ in range(5000):  # JSON nested deeper than the encoder can go: no key, the address stands
         deep = [deep]
