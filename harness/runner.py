@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.calling.backends.base import Backend
+from harness.calling.backends.base import Backend, LocalBackend
+from harness.calling.options import cache_path
 from harness.calling.pricing import Price, price_of
 from harness.calling.redaction import redact_all, url_secrets
 from harness.config.keys import identity_settings
@@ -195,6 +196,25 @@ def plan(config: RunConfig, shared: Shared | None = None) -> Planned:
     return Planned(backend, prep, config_record(config, prep, backend, shared), price)
 
 
+def _rescore(config: RunConfig, planned: Planned) -> str:
+    """What a taken --run-id's refusal adds where it is so (issue 42: a researcher re-ran a finished run's command
+    and did not know that another --run-id costs nothing): the cache answers every request it holds, none is
+    sent again. Not with --no-cache or --refresh, nor for a backend that keeps nothing (the offline baselines)."""
+    path = cache_path(config)
+    backend = planned.backend
+    if (
+        path is None
+        or config.api.refresh
+        or backend is None
+        or (isinstance(backend, LocalBackend) and not backend.cacheable)
+    ):
+        return ""
+    return (
+        f" (the same settings under another --run-id are scored from the response cache {path}: no answer it "
+        "holds is asked for again)"
+    )
+
+
 def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
     """Evaluate one setting and write its run folder."""
     planned = planned or plan(config)
@@ -205,7 +225,7 @@ def run(config: RunConfig, planned: Planned | None = None) -> RunResult:
     )
     # Claimed before the first request: a results folder that cannot be written, or a --run-id in use,
     # fails here, with nothing sent; two runs started together get different folders.
-    claimed = claim(config.results_dir, name, explicit=config.run_id is not None)
+    claimed = claim(config.results_dir, name, explicit=config.run_id is not None, rescore=_rescore(config, planned))
     try:
         return _run_claimed(config, planned, claimed)
     except BaseException:

@@ -20,6 +20,7 @@ from harness.datasets.choose import describe_dataset
 from harness.results.claims import claim
 from harness.results.read import Run, finished_runs, written_run
 from harness.results.stage import staged
+from harness.scoring.metrics import metrics_line
 from harness.types import HarnessError
 
 # The RunConfig fields a sweep varies: the options --dataset, --model, --instr and --shots take comma lists
@@ -159,10 +160,8 @@ def _summary(metrics: dict[str, Any]) -> str:
             f"{metrics['max_output_tokens']} output tokens; at most {dry_run_cost(metrics)}"
         )
     parts = [f"invalid={metrics['invalid_pct']:.1f}%"] if metrics.get("invalid_pct") is not None else []
-    for k in ("spearman", "pearson"):  # a correlation that could mislead carries its note, as on the run's line
-        value, note = metrics.get(k), metrics.get(f"{k}_note")
-        if value is not None or note:
-            parts.append(f"{k}={'None' if value is None else f'{value:.2f}'}" + (f" ({note})" if note else ""))
+    if "spearman" in metrics or "spearman_note" in metrics:  # a correlation that could mislead is marked, as on
+        parts.append(metrics_line(metrics, ("spearman", "pearson")))  # the run's line, its note said once
     return " ".join(parts) or "no labels"
 
 

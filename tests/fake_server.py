@@ -113,10 +113,12 @@ class FakeServer:
         extras: Callable[[str, dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None,
         slots: int | None = None,
         props: object = None,
+        model_path: str | None = None,
     ) -> None:
         self.latency = latency
         self.slots = Slots(slots, latency) if slots is not None else None  # S at once, the rest queued
         self.props = props  # what GET /props says total_slots is (any JSON value); None: 404
+        self.model_path = model_path  # the model file GET /props names, as llama.cpp's server does (and answers then)
         self.plan = plan
         self.answer = answer
         self.api_key = api_key  # when set, any other key gets a 401 that echoes it (as providers do)
@@ -296,9 +298,13 @@ class FakeServer:
         return web.json_response(stats)
 
     async def _props(self, request: web.Request) -> web.Response:
-        if self.props is None:
+        if self.props is None and self.model_path is None:
             return web.json_response({"error": {"message": "File Not Found", "type": "not_found_error"}}, status=404)
-        return web.json_response({"total_slots": self.props, "model_alias": "fake"})
+        said: dict[str, Any] = {"total_slots": self.props, "model_alias": "fake"}
+        if self.model_path is not None:  # llama.cpp's entries about the model (its /props has more: served.py)
+            said |= {"model_path": self.model_path, "chat_template": "{{ messages[0].content }}", "build_info": "fake"}
+            said["default_generation_settings"] = {"n_ctx": 4096, "params": {"top_k": 40, "repeat_penalty": 1.0}}
+        return web.json_response(said)
 
     def _reply(self, prompt: str, reply: dict[str, Any]) -> web.Response:
         self.served += 1

@@ -101,7 +101,7 @@ def test_a_cell_line_carries_its_correlation_notes(tmp_path: Path, csts_dir: Pat
     lines: list[str] = []
     base = RunConfig(model="overlap", data_dir=csts_dir, results_dir=tmp_path, limit=6, progress=False)
     run_sweep(base, {"model": ["overlap", "random"]}, log=lines.append)
-    assert all("spearman=" in line and "(n=6)" in line for line in lines)
+    assert all("spearman=" in line and "† n=6" in line for line in lines), lines
 
 
 def test_a_sweep_plans_each_cell_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

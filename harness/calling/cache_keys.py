@@ -39,6 +39,12 @@ def request_key(backend: Backend, request: Request, params: dict[str, object] | 
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def served_params(params: dict[str, object], served: object) -> dict[str, object]:
+    """describe() with the servers' own account of what they serve (backends/served.py) in place of their
+    addresses: the same model file behind another port is the same key; another file behind the same port is not."""
+    return {k: v for k, v in params.items() if k != "base_urls"} | {"served": served}
+
+
 @lru_cache(maxsize=256)
 def _scalar(value: object) -> str:
     """A per-request number (max_tokens, temperature) as JSON; a run has a handful of distinct ones."""

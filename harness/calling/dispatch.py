@@ -27,7 +27,7 @@ from harness.calling.backends.reading import holds
 from harness.calling.batch.run import answered_by_batch, batch_call, batchable
 from harness.calling.budget import Budget
 from harness.calling.cache import ResponseCache
-from harness.calling.cache_keys import KeyMaker
+from harness.calling.cache_keys import KeyMaker, served_params
 from harness.calling.limiter import Limiter
 from harness.calling.options import DispatchOptions, DispatchStats
 from harness.calling.progress import Bar
@@ -43,6 +43,7 @@ class _Dispatcher:
         self.cache = options.cache if isinstance(backend, RemoteBackend) or backend.cacheable else None
         self.done: dict[str, Completion] = {}
         self.keys: dict[str, str] = {}
+        self.address_keys: dict[str, str] = {}  # the servers' addresses' keys, where `keys` names what they serve
         self.fatal: str | None = None
         self.secrets, self.prompts = backend.secrets if isinstance(backend, RemoteBackend) else (), dict[str, str]()
         self.limiter = Limiter(options.concurrency)  # run_remote makes the run's own, with every setting
@@ -62,6 +63,8 @@ class _Dispatcher:
             self.stats.usage_unreported += not completion.cached and not completion.usage.reported
             if self.cache is not None and not completion.cached:
                 self.cache.put(self.keys[completion.request_id], completion, self.backend.name, self.backend.model)
+                if (address := self.address_keys.get(completion.request_id)) is not None:
+                    self.cache.put(address, completion, self.backend.name, self.backend.model)
         else:
             self.stats.errors += 1
             first = self.stats.first_errors
@@ -78,14 +81,21 @@ class _Dispatcher:
             c = replace(c, error=without_prompt(c.error, prompt))
         return redact_completion(c, self.secrets)
 
-    def lookup(self, requests: Sequence[Request]) -> list[Request]:
-        """Answer what the cache can; return the rest."""
+    def lookup(self, requests: Sequence[Request], served: object = None) -> list[Request]:
+        """Answer what the cache can; return the rest. `served`: what the servers say they serve (backend.served()),
+        the key's name for them; each answer is also stored under their addresses' key, which a later run reads
+        when the servers cannot be asked (down): their answers, as before, without them."""
         self.prompts = {r.id: r.prompt for r in requests}
         if self.cache is None:
             return list(requests)
         self.stats.cache = "refresh" if self.options.refresh else "on"
         missing = []
-        key = KeyMaker(self.backend)
+        by_address = KeyMaker(self.backend)
+        if served is not None:
+            key = KeyMaker(self.backend, served_params(self.backend.describe(), served))
+            self.address_keys = {r.id: by_address(r) for r in requests}
+        else:
+            key = by_address
         self.keys = {r.id: key(r) for r in requests}
         hits = {} if self.options.refresh else self.cache.get_many(self.keys)
         for r in requests:
@@ -168,13 +178,18 @@ async def _collect(
     backend: Backend, requests: Sequence[Request], on_done: OnDone, options: DispatchOptions, stats: DispatchStats
 ) -> dict[str, Completion]:
     d = _Dispatcher(backend, options, on_done, stats)
-    missing = d.lookup(requests)
+    served = await backend.served() if d.cache is not None and isinstance(backend, RemoteBackend) else None
+    if served is not None:
+        stats.cache_served = sorted({s["llama.cpp"]["model_path"] for s in served})
+    missing = d.lookup(requests, served)
     if missing:
         match backend:  # the two kinds of backend (harness/calling/backends/base.py)
             case RemoteBackend():
                 await d.run_remote(backend, missing)
             case LocalBackend():
                 await d.run_local(backend, missing)
+    elif isinstance(backend, RemoteBackend):
+        await backend.aclose()  # the connection that asked what the servers serve (run_remote closes its own)
     if d.fatal is not None:
         raise HarnessError(f"{d.fatal} (answers received so far are cached; nothing else was written)")
     for r in requests:

@@ -87,6 +87,9 @@ class DispatchStats:
     cache_deferred: int = 0  # answers that met a locked cache file and were written later
     cache_unsaved: int = 0  # answers the locked cache file never took: in this run's results only
     cache_problem: str | None = None  # why answers were deferred or unsaved (a lock, a refused row), in words
+    # What the cache key names the servers by: None, their addresses (or no server); else the model files they said
+    # they serve (llama.cpp's /props: harness/calling/backends/served.py)
+    cache_served: list[str] | None = None
     limiter: dict[str, Any] | None = None  # the limiter's report (harness/calling/limiter.py); None: no API calls
     batch: dict[str, Any] | None = None  # --batch: batches waited on, requests submitted and answered (harness/batch)
     paid_by_batch: set[str] = field(default_factory=set)  # request ids whose answer was billed at the batch price
@@ -100,6 +103,8 @@ class DispatchStats:
         if d["limiter"] is None:
             d.pop("limiter")
         cache = {"mode": d.pop("cache"), "hits": d.pop("cache_hits"), "misses": d.pop("cache_misses")}
+        if (served := d.pop("cache_served")) is not None:
+            cache["served"] = served
         deferred, unsaved, why = d.pop("cache_deferred"), d.pop("cache_unsaved"), d.pop("cache_problem")
         if deferred or unsaved:
             cache |= {"deferred": deferred, "unsaved": unsaved}
@@ -109,6 +114,11 @@ class DispatchStats:
                 "results, but a rerun would send them again"
             )
         return {"cache": cache, "dispatch": d}
+
+
+def cache_path(config: RunConfig) -> Path | None:
+    """The response cache file the run reads and writes (--cache, else the results folder's); None: --no-cache."""
+    return None if config.api.no_cache else config.api.cache or config.results_dir / "cache.sqlite"
 
 
 def dispatch_options(config: RunConfig, price: Price | None) -> DispatchOptions:
@@ -123,7 +133,7 @@ def dispatch_options(config: RunConfig, price: Price | None) -> DispatchOptions:
         max_cost=api.max_cost,
         price=price,
         count_prompt=prompt_counter(config)[0] if api.max_cost is not None or api.tpm is not None else None,
-        cache_path=None if api.no_cache else api.cache or config.results_dir / "cache.sqlite",
+        cache_path=cache_path(config),
         progress=config.progress,
         batch=api.batch,
         max_reply_mb=api.max_reply_mb,

@@ -7,25 +7,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-
-def _fmt(value: object) -> str:
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
-
+from harness.scoring.metrics import metrics_line, shown
 
 # After these, every metric of harness/scoring/metrics.py METRICS (print_summary).
 HEADLINE = ("n", "invalid_pct", "out_of_range_pct", "spearman", "pearson", "spearman_valid", "pearson_valid")
 STRICT = ("invalid_strict_pct", "spearman_strict", "pearson_strict")
 EXPECTED = ("spearman_expected", "pearson_expected", "expected_mass_mean")
-
-
-def metrics_line(m: dict[str, Any], keys: Sequence[str]) -> str:
-    """`key=value` pairs; a correlation that could mislead carries its note: `spearman=None (n=1)`."""
-    parts = []
-    for k in keys:
-        if k in m:
-            note = m.get(f"{k}_note")
-            parts.append(f"{k}={_fmt(m[k])}" + (f" ({note})" if note else ""))
-    return "  ".join(parts)
 
 
 def print_dry_run(m: dict[str, Any]) -> None:
@@ -124,7 +111,7 @@ def qa_embed_yardstick(config: Any, m: dict[str, Any]) -> str | None:
     ours = m.get("spearman")
     return (
         f"Tu et al. 2024 §4.1: Spearman {TU_QA_EMBED['spearman']} (GPT-3.5's answers, text-embedding-ada-002, "
-        f"{TU_QA_EMBED['n']:,} rows); yours: {_fmt(ours)} ({verdict})"
+        f"{TU_QA_EMBED['n']:,} rows); yours: {shown(ours)} ({verdict})"
     )
 
 
@@ -132,7 +119,9 @@ def _report_api(m: dict) -> None:
     """Cache, cost and failed requests of an API run (nothing for offline runs)."""
     cache, usage, dispatch = m.get("cache"), m.get("usage", {}), m.get("dispatch", {})
     if cache and cache["mode"] != "off":
-        print(f"cache: {cache['hits']} hits, {cache['misses']} misses")
+        served = cache.get("served")
+        by = f" (keyed by the model file the server serves: {', '.join(map(str, served))})" if served else ""
+        print(f"cache: {cache['hits']} hits, {cache['misses']} misses{by}")
     if usage.get("cost_usd") is not None:
         print(f"tokens: {usage['input_tokens']} in, {usage['output_tokens']} out; cost ${usage['cost_usd']:.4f}")
     if not m.get("errors"):

@@ -77,9 +77,10 @@ class Claim:
             self._fd = None
 
 
-def claim(results_dir: Path, name: str, explicit: bool) -> Claim:
+def claim(results_dir: Path, name: str, explicit: bool, rescore: str = "") -> Claim:
     """Claim `results_dir/name`, else (not explicit) the first free `name-2`, `name-3`, ...; an explicit
-    name (--run-id) that a finished or running run holds is refused."""
+    name (--run-id) that a finished or running run holds is refused. `rescore`: what the refusal of a finished
+    run adds (the runner's: a new --run-id is scored from the response cache, where the cache is on)."""
     if not name or name.startswith(".") or "/" in name or os.sep in name or "\0" in name:
         raise HarnessError(f"run id {name!r}: a folder name is needed (no '/', not starting with '.')")
     created = _make_dir(results_dir)
@@ -96,7 +97,7 @@ def claim(results_dir: Path, name: str, explicit: bool) -> Claim:
             final = results_dir / name
             busy = final.is_dir() and not any(final.iterdir())  # claimed by a run still going
             why = "is being written by another run" if busy else "already exists"
-            raise HarnessError(f"{final} {why}: choose another --run-id")
+            raise HarnessError(f"{final} {why}: choose another --run-id" + ("" if busy or not rescore else rescore))
         n += 1
         candidate = f"{name}-{n}"
 

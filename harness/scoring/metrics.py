@@ -173,3 +173,27 @@ def compute_metrics(
         out["n_valid_strict"] = int(valid_strict.sum())
         _correlations(out, "_strict", pred_strict, gold, valid_strict)
     return out
+
+
+def shown(value: object) -> str:
+    """A metric as the printed lines show it: a float to two decimals."""
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+MARKS = ("†", "‡", "§", "¶")  # one per distinct note on a line, as the report's tables mark a flagged number
+
+
+def metrics_line(m: dict[str, Any], keys: Sequence[str]) -> str:
+    """`key=value` pairs; a number that could mislead is marked and its note said once, after them:
+    `spearman=12.30†  pearson=11.80†  († n=12)`. Spearman and Pearson over the same items share their note (and
+    the valid-only pair often the same one again): said beside each, one run's line repeated it four times."""
+    parts, notes = [], dict[str, str]()  # note -> its mark, in order of first use
+    for k in keys:
+        if k in m:
+            note = m.get(f"{k}_note")
+            if note and note not in notes:
+                notes[note] = MARKS[len(notes)] if len(notes) < len(MARKS) else f"[{len(notes) + 1}]"
+            mark = notes[note] if note else ""
+            parts.append(f"{k}={shown(m[k])}{mark}")
+    legend = "; ".join(f"{mark} {note}" for note, mark in notes.items())
+    return "  ".join(parts) + (f"  ({legend})" if legend else "")

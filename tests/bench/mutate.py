@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # passed to pytest as it is (`--deselect=FILE::TEST`: a test of minutes that another mirror file's tests cover).
 MODULES: dict[str, list[str]] = {
     "harness/scoring/stats.py": ["tests/scoring/test_stats.py", "tests/scoring/test_stats_reference.py"],
-    "harness/scoring/metrics.py": ["tests/scoring/test_metrics.py"],
+    "harness/scoring/metrics.py": ["tests/scoring/test_metrics.py", "tests/cli/test_summary.py"],
     "harness/scoring/score.py": ["tests/scoring/test_score.py"],
     "harness/scoring/parsing.py": ["tests/scoring/test_parsing.py"],
     "harness/scoring/expected.py": ["tests/scoring/test_expected.py"],
@@ -74,6 +74,8 @@ MODULES: dict[str, list[str]] = {
     "harness/reporting/published.py": ["tests/reporting/test_published.py"],
     "harness/reporting/paper_settings.py": ["tests/reporting/test_paper_settings.py"],
     "harness/reporting/significance.py": ["tests/reporting/test_significance.py"],
+    "harness/reporting/compare.py": ["tests/reporting/test_report_compare.py"],
+    "harness/calling/backends/served.py": ["tests/calling/test_served.py"],
     "harness/config/paper.py": ["tests/config/test_paper.py"],
     "harness/config/checks.py": ["tests/config/test_validate.py", "tests/cli/test_precedence.py"],
     "harness/calling/limits.py": ["tests/calling/test_limits.py", "tests/calling/test_limiter_pacing.py"],

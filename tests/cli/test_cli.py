@@ -202,7 +202,35 @@ def test_existing_run_id_is_refused(tmp_path: Path, capsys: pytest.CaptureFixtur
     args = ["--dataset", "stsb", "--model", "overlap", "--limit", "3", "--run-id", "same"]
     assert _run(args, tmp_path) == 0
     assert _run(args, tmp_path) == 2
-    assert "already exists: choose another --run-id" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "already exists: choose another --run-id" in err
+    assert "response cache" not in err  # the overlap baseline keeps nothing in a cache: no promise of one
+
+
+def test_a_taken_run_id_says_that_another_is_scored_from_the_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 42: a researcher re-ran a finished run's command and was told to choose another --run-id, not that
+    # another one costs no request: every answer comes from the response cache
+    from tests.fake_server import FakeServer
+
+    with FakeServer() as server:
+        args = ["--model", "m", "--base-url", server.openai_url, "--dataset", "stsb", "--limit", "6"]
+        assert _run([*args, "--run-id", "same"], tmp_path) == 0
+        sent = len(server.received())
+        capsys.readouterr()
+        assert _run([*args, "--run-id", "same"], tmp_path) == 2
+        cache = tmp_path / "results" / "cache.sqlite"
+        assert capsys.readouterr().err == (
+            f"error: {tmp_path / 'results' / 'same'} already exists: choose another --run-id (the same settings under "
+            f"another --run-id are scored from the response cache {cache}: no answer it holds is asked for again)\n"
+        )
+        assert _run([*args, "--run-id", "other"], tmp_path) == 0  # what the line says: nothing sent again
+        assert len(server.received()) == sent == 6
+        assert "cache: 6 hits, 0 misses" in capsys.readouterr().out
+        for off in (["--no-cache"], ["--refresh"]):  # the cache not read: the line does not promise it
+            assert _run([*args, "--run-id", "same", *off], tmp_path) == 2
+            assert "response cache" not in capsys.readouterr().err
 
 
 def test_an_all_echo_run_says_why_its_numbers_mislead(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -215,7 +243,7 @@ def test_an_all_echo_run_says_why_its_numbers_mislead(tmp_path: Path, capsys: py
         assert _run([*argv, "--run-id", "echo", "--parse", "strict"], tmp_path) == 0
     out = capsys.readouterr().out
     assert "invalid_pct=0.00" in out
-    assert "spearman=None (constant predictions: all 40 parsed as 1.0)" in out
+    assert "spearman=None†  pearson=None†" in out and "(† constant predictions: all 40 parsed as 1.0)" in out
     assert "reasons: echo=40" in out
     assert "strict parse (not the paper's rule): invalid_strict_pct=100.00" in out
     metrics = json.loads((tmp_path / "results" / "echo" / "metrics.json").read_text())
@@ -228,9 +256,11 @@ def test_an_all_echo_run_says_why_its_numbers_mislead(tmp_path: Path, capsys: py
 
 def test_a_small_run_flags_its_correlations_with_n(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["--dataset", "stsb", "--model", "overlap", "--limit", "12", "--run-id", "small"], tmp_path) == 0
-    out = capsys.readouterr().out
-    assert "spearman=" in out and "(n=12)" in out
+    line = capsys.readouterr().out.splitlines()[0]
     metrics = json.loads((tmp_path / "results" / "small" / "metrics.json").read_text())
+    # each flagged number marked, its note said once (issue 42: the line said "(n=12)" four times)
+    assert f"spearman={metrics['spearman']:.2f}†  pearson={metrics['pearson']:.2f}†" in line
+    assert line.endswith("  († n=12)") and line.count("†") == 5  # four numbers marked, one note
     assert {k for k in metrics if k.endswith("_note")} == {
         "spearman_note",
         "pearson_note",

@@ -99,8 +99,9 @@ def test_an_undefined_or_small_expected_correlation_says_why() -> None:
     assert constant["spearman_expected"] is None and constant["pearson_expected"] is None
     assert constant["spearman_expected_note"] == "constant predictions: all 40 equal to 1.0"
     assert constant["pearson_expected_note"] == constant["spearman_expected_note"]
-    assert metrics_line(constant, EXPECTED).startswith(
-        "spearman_expected=None (constant predictions: all 40 equal to 1.0)  pearson_expected=None (constant"
+    assert metrics_line(constant, EXPECTED) == (
+        "spearman_expected=None†  pearson_expected=None†  expected_mass_mean=0.02  "
+        "(† constant predictions: all 40 equal to 1.0)"
     )
     small = expected_metrics([_scored(i, float(i % 5), float(i % 3)) for i in range(10)])
     assert small["spearman_expected_note"] == "n=10" and small["spearman_expected"] is not None

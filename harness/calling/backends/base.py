@@ -106,6 +106,11 @@ class RemoteBackend(ABC):
     async def aclose(self) -> None:
         """Close the HTTP clients (inside the event loop that used them)."""
 
+    async def served(self) -> list[dict[str, Any]] | None:
+        """What the servers say they serve (llama.cpp's GET /props: harness/calling/backends/served.py), asked once
+        before a run's cache lookup; the cache key names them by it instead of their addresses. None: by address."""
+        return None
+
     async def capacity(self) -> int | None:
         """How many requests the server says it computes at once (llama.cpp's GET /props `total_slots`), asked once
         before a run's first request; None where it does not say (dispatch's limiter then finds out)."""

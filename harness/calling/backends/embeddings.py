@@ -49,6 +49,11 @@ class OpenAIEmbeddingBackend(OpenAIBackend):
     def output_budget(self, request: Request) -> int:
         return 0  # embeddings bill input tokens only
 
+    async def served(self) -> list[dict[str, Any]] | None:
+        """None: named by address. llama.cpp's /props does not say how its server pools (--pooling mean or cls),
+        so two servers of one GGUF may return other vectors (harness/calling/backends/served.py)."""
+        return None
+
     async def send(self, request: Request) -> Completion:
         # Through the SDK's typed create(), not the lean path of the text backends: it asks for base64
         # vectors and decodes them, and qa-embed sends a few thousand requests, not hundreds a second.

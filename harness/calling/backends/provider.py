@@ -14,6 +14,7 @@ harness/calling/batch/base.py `BatchProvider`; its line in harness/calling/backe
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Self
@@ -130,6 +131,15 @@ class HTTPBackend(RemoteBackend):
             return None
         slots = [await route.slots() for route in self.routes]
         return None if None in slots else sum(s for s in slots if s is not None)
+
+    async def served(self) -> list[dict[str, Any]] | None:
+        """What every --base-url server says it serves (served.py), in the cache key in place of their addresses;
+        None unless each of them says it (a provider's own API is named by its address, as before)."""
+        if not self.api.base_urls:
+            return None
+        said = [await route.served() for route in self.routes]
+        known = {json.dumps(s, sort_keys=True): s for s in said if s is not None}  # one per distinct server
+        return [known[k] for k in sorted(known)] if known and None not in said else None
 
     async def refused(self, route: Route, e: ErrorReply, body: dict[str, Any]) -> Exception:
         """An error reply as our error (a provider may explain some better, e.g. a 404)."""

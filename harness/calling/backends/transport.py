@@ -64,6 +64,7 @@ from multidict import CIMultiDict
 
 from harness.calling.backends.base import PermanentError, RetryableError, Unreachable
 from harness.calling.backends.reading import ErrorReply, Received
+from harness.calling.backends.served import served_identity
 from harness.calling.limits import rate_limit
 from harness.calling.redaction import secrets_of, url_secrets
 from harness.config.checks import url_query
@@ -409,6 +410,8 @@ class Route:
         self._capturing: asyncio.Future[Template] | None = None
         self._target = yarl.URL(template.url, encoded=True) if template else yarl.URL()
         self._headers: CIMultiDict[str] = CIMultiDict(template.headers if template else {})
+        self._props: dict[str, Any] | None = None  # GET /props, once asked (`props`)
+        self._props_asked = False
 
     async def prepare(self, create: Callable[[Any], Awaitable[Any]]) -> Template:
         """The template, captured by the first caller while the others wait for it."""
@@ -468,10 +471,13 @@ class Route:
         except (RetryableError, PermanentError, ValueError, AttributeError, TypeError):
             return None
 
-    async def slots(self) -> int | None:
-        """How many requests the server computes at once, where it says: llama.cpp's server answers GET /props (at
-        its root, beside /v1) with `total_slots`, its --parallel. None for any other reply, or none in PROPS_TIMEOUT:
-        a server that does not say is watched instead (harness/calling/congestion.py)."""
+    async def props(self) -> dict[str, Any] | None:
+        """What llama.cpp's server says of itself at GET /props (at its root, beside /v1): its slots, the model file
+        it serves, its chat template. Asked once per route (the slots and the cache key both read it); None for any
+        other reply, or none in PROPS_TIMEOUT (the reply is bounded as every reply is: Link's --max-reply-mb)."""
+        if self._props_asked:
+            return self._props
+        self._props_asked = True
         url = yarl.URL(self.link.base_url)
         root = url.with_path(url.path.rstrip("/").removesuffix("/v1").rstrip("/") + "/props").with_query(url.query)
         headers = {k: v for k, v in self._headers.items() if k.lower() != "content-type"}
@@ -479,10 +485,22 @@ class Route:
             status, _, content = await self.link.request(
                 "GET", root, headers, None, aiohttp.ClientTimeout(total=PROPS_TIMEOUT)
             )
-            slots = json.loads(content).get("total_slots") if status == 200 else None
-        except (RetryableError, PermanentError, ReplyTooLarge, ValueError, AttributeError, TypeError, RecursionError):
+            props = json.loads(content) if status == 200 else None
+        except (RetryableError, PermanentError, ReplyTooLarge, ValueError, RecursionError):
             return None
+        self._props = props if isinstance(props, dict) else None
+        return self._props
+
+    async def slots(self) -> int | None:
+        """How many requests the server computes at once, where it says: llama.cpp's /props `total_slots`, its
+        --parallel. None where it does not say: such a server is watched instead (harness/calling/congestion.py)."""
+        slots = (await self.props() or {}).get("total_slots")
         return slots if type(slots) is int and 1 <= slots <= MAX_SLOTS else None
+
+    async def served(self) -> dict[str, Any] | None:
+        """What the server says it serves, enough to stand for its address in the response-cache key
+        (harness/calling/backends/served.py); None where it says too little."""
+        return served_identity(await self.props(), self.link.base_url)
 
     async def aclose(self) -> None:
         await self.link.aclose()
