@@ -5,9 +5,15 @@ pyproject.toml's `packages.find` only finds folders under `harness/`; a folder e
 folder first, then the checkout's.
 """
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 
 setup(
-    packages=[*find_packages(include=["harness", "harness.*"]), "harness.templates"],
+    # Namespace packages too: the data folders (harness/data, harness/recipes, ...) have no __init__.py, and setuptools
+    # warns of a folder it ships as package data without its package being named.
+    packages=[
+        *find_namespace_packages(include=["harness", "harness.*"]),
+        "harness.templates",
+        *(f"harness.templates.{name}" for name in find_namespace_packages(where="templates")),
+    ],
     package_dir={"harness.templates": "templates"},
 )
