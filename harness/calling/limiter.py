@@ -262,7 +262,7 @@ class Limiter:
             self.answered += 1
             if self.probe is not None:
                 self._grow_probe(self.probe, now)
-            held = self.queue.answered(load, now - sent, now) if load else None
+            held = self.queue.answered(load, now - sent, now, self.out + 1) if load else None
             if held is not None and held < self.window:  # this answer queued: in flight to the server's pace
                 self.queued += 1
                 self._congested(held)
@@ -273,6 +273,8 @@ class Limiter:
                 # trip, no faster than one per GROW_PERIOD (a fast server: no overshoots).
                 top = min(float(self.ceiling), max(self.window, self.queue.safe()))
                 step = min(1.0, self.rtt / GROW_PERIOD) / self.window
+                if self.queue.gaining:  # answers a second still grow with the window (a batching server): one more
+                    step = 1.0  # slot an answer, twice the window a round trip, as slow start (and BBR's startup)
                 self.window = top if self.slow else min(top, self.window + step)
                 self.slow = self.slow and self.window < self.ceiling
         self._wake()
