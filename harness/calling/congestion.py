@@ -18,6 +18,17 @@ This is TCP Vegas's and Netflix's concurrency-limits "gradient" idea (in flight 
 tolerance) with the rate read per answer from Little's law. A timed-out attempt is the same news, late: its latency
 was at least --timeout. Where the server states how many it serves at once (llama.cpp's GET /props `total_slots`,
 its `--parallel`), the limiter starts from that instead (limiter.py `serves`).
+
+Latency that grows with the window is congestion only while the answers a second do NOT grow with it. A server that
+batches all it holds (vLLM's continuous batching) answers more a second the more it holds, each answer later: held
+where answers take QUEUE_K fastest ones, it gives well under what a larger window brings. So `QueueWatch` also
+keeps the answers a second delivered at each size of window (counted as answers arrive over a round, with the
+number in flight meanwhile: BBR's delivery rate), and a late answer holds the window only where twice as many in
+flight did not bring GAIN more answers a second than half as many (`pays`); while it did, the window grows as slow
+start does (BBR's startup: grow while the delivery rate still grows), and where it stopped paying it is held at the
+most in flight that still paid (`knee`), never more than the pace answers within TIMEOUT_SHARE of --timeout. A
+server whose rate is flat past its slots (llama.cpp's, our fake server) never pays past them, so it is held as
+before; an API that does not queue never reaches this test (no answer is late), and 429s are limiter.py's.
 """
 
 from __future__ import annotations
