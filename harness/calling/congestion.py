@@ -18,6 +18,17 @@ This is TCP Vegas's and Netflix's concurrency-limits "gradient" idea (in flight 
 tolerance) with the rate read per answer from Little's law. A timed-out attempt is the same news, late: its latency
 was at least --timeout. Where the server states how many it serves at once (llama.cpp's GET /props `total_slots`,
 its `--parallel`), the limiter starts from that instead (limiter.py `serves`).
+
+Latency that grows with the window is congestion only while the answers a second do NOT grow with it. A server that
+batches all it holds (vLLM's continuous batching) answers more a second the more it holds, each answer later: held
+where answers take QUEUE_K fastest ones, it gives well under what a larger window brings. So `QueueWatch` also
+keeps the answers a second delivered at each size of window (counted as answers arrive over a round, with the
+number in flight meanwhile: BBR's delivery rate), and a late answer holds the window only where twice as many in
+flight did not bring GAIN more answers a second than half as many (`pays`); while it did, the window grows as slow
+start does (BBR's startup: grow while the delivery rate still grows), and where it stopped paying it is held at the
+most in flight that still paid (`knee`), never more than the pace answers within TIMEOUT_SHARE of --timeout. A
+server whose rate is flat past its slots (llama.cpp's, our fake server) never pays past them, so it is held as
+before; an API that does not queue never reaches this test (no answer is late), and 429s are limiter.py's.
 """
 
 from __future__ import annotations
@@ -34,6 +45,13 @@ RECENT = 256  # the rate is read from the last this many answers: two windows of
 TOP_SHARE = 0.1  # the rate is the reading this share of them beat: near their best (BBR's windowed maximum), but
 # not a single reading, which answers that reached the server in another order than they left (a first wave) inflate
 REREAD = 16  # answers between two readings of the rate (a sort of RECENT numbers: not on every answer)
+GAIN = 0.05  # a window twice as large is worth its latency while it brings at least this share more answers a second:
+# with latency a + b x load (a batching server), doubling gains a / (a + b load), so growing until the gain falls
+# under 5 % stops at 95 % of the most the server can give, whatever a and b are
+STEPS = 4  # sizes of window told apart per doubling (a quarter of an octave: 16, 19, 23, 27, 32 ...)
+SPAN = 32  # rounds kept for each size: a few round trips' worth, so that the rate at a window not seen for a while
+# (half the one now, a first wave's) is still there to compare with
+FEW = 8  # rounds a size needs before its rate is compared: one or two are a first wave's order, not a pace
 
 
 class QueueWatch:
@@ -46,6 +64,12 @@ class QueueWatch:
         self._rate: float | None = None
         self._since = self.answers = 0  # answers since the rate was read; in all
         self.first_sent, self.last_answer = math.inf, -math.inf  # the delivery rate since the first request
+        # The answers a second delivered at each size of window, which the rate (the best lately, at whatever
+        # window) cannot tell apart: when the last answers came (a round's worth) and how many were out as each
+        # came; and by size (STEPS per doubling), the delivered rates of the last SPAN rounds with that many out.
+        self.came: deque[tuple[float, int]] = deque(maxlen=RECENT)
+        self.by_size: dict[int, deque[float]] = {}
+        self.gaining = False  # the last answer queued, but a larger window still brings more answers a second
 
     @property
     def rate(self) -> float | None:
@@ -61,29 +85,83 @@ class QueueWatch:
         """The longest latency that is not queueing: QUEUE_K fastest answers, at most TIMEOUT_SHARE of --timeout."""
         return min(QUEUE_K * self.floor, TIMEOUT_SHARE * self.timeout)
 
-    def answered(self, load: int, latency: float, now: float = 0.0) -> float | None:
-        """An answer `latency` seconds after it left with `load` requests in flight: the most in flight that keeps
-        answers within the target, when this one took longer (it queued); None when it did not.
+    def answered(self, load: int, latency: float, now: float = 0.0, out: int | None = None) -> float | None:
+        """An answer `latency` seconds after it left with `load` requests in flight (`out` as it came, itself
+        included; `load` if not given): the most in flight that keeps
+        answers within the target, when this one took longer (it queued); None when it did not, or when a larger
+        window still brings more answers a second (`gaining`: a server that batches what it holds).
 
         The rate is near the best reading of the last RECENT answers, not their average: against a server that
         queues, every reading is its pace (load / latency is the same for the first and the last in the queue);
         against one that does not, a slow answer's reading is low and a fast one's high, and the best of them puts
         the limit at about QUEUE_K times our load: jitter never holds the window, only latency that follows the load.
         """
+        self.gaining = False
         if latency <= 0 or load < 1:
             return None
         self.floor = min(self.floor, latency)
         self.readings.append(load / latency)
+        out = load if out is None else max(1, out)
+        self._delivered(now, out)
         self._since += 1
         self.answers += 1
         self.first_sent, self.last_answer = min(self.first_sent, now - latency), max(self.last_answer, now)
         target = self.target()
         if latency <= target:
             return None
-        held = (self.rate or 0.0) * target
+        # Latency grows with the window; that is congestion only where answers a second do not grow with it too. A
+        # server that batches all it holds (vLLM) answers more a second the more it holds, each answer later: while
+        # a window twice as large brings GAIN more answers a second, or a larger one did before (the knee), it is
+        # not congestion, and the window grows as slow start does (TCP Vegas compares the rate a window should
+        # bring with the rate it brings; BBR's startup grows while the delivery rate still grows by a quarter a
+        # round trip): within TIMEOUT_SHARE of --timeout, never past it.
+        limit, knee = TIMEOUT_SHARE * self.timeout, self.knee()
+        if latency <= limit and (knee > out or (self.pays(out) and self.pays(2 * out) is None)):
+            self.gaining = True
+            return None
+        rate = self.rate or 0.0
+        held = rate * target
         # Queued: later than the target, and with more in flight than the pace answers within it (this second test
-        # also keeps slow start growing: its answers left with a smaller window in flight than now).
-        return max(1.0, held) if held < load else None
+        # also keeps slow start growing: its answers left with a smaller window in flight than now). Held to that,
+        # or to the most in flight that still paid (a batching server's knee: fewer lose answers a second, more
+        # only add latency), never more than the pace answers within the timeout's share.
+        hold = max(held, min(knee, rate * limit))
+        return max(1.0, hold) if hold < load else None
+
+    def _delivered(self, now: float, out: int) -> None:
+        """The answers a second over the last round (as many answers as were out, at least FEW), by the number in
+        flight as they came. Counted as they arrive, not per request: which request the server took first (a first
+        wave reaches it in no order we know) changes no count, and a batch answered at once is spread over its round
+        (BBR's delivery rate: delivered over a round trip, with what was in flight meanwhile). A round ends where the
+        clock moved on since the last answer, so that answers that came together are counted all or none."""
+        came = self.came
+        if came and now > came[-1][0] and len(came) > FEW:
+            end, last = came[-1][0], list(came)
+            start = last[-1 - min(len(last) - 1, max(FEW, last[-1][1]))][0]
+            round_ = [n for t, n in last if start < t <= end]
+            if end > start and len(round_) >= FEW:
+                in_flight = sum(round_) / len(round_)
+                size = round(STEPS * math.log2(in_flight))
+                self.by_size.setdefault(size, deque(maxlen=SPAN)).append(len(round_) / (end - start))
+        came.append((now, out))
+
+    def pace(self, out: float) -> float | None:
+        """Answers a second delivered with about `out` in flight (its size and the two beside it: within a fifth):
+        the median of those rounds, once there are FEW; None before."""
+        size = round(STEPS * math.log2(max(1.0, out)))
+        seen = sorted(rate for near in (size - 1, size, size + 1) for rate in self.by_size.get(near, ()))
+        return seen[len(seen) // 2] if len(seen) >= FEW else None
+
+    def pays(self, out: float) -> bool | None:
+        """Whether `out` in flight brought GAIN more answers a second than half as many did; None: not both seen."""
+        here, half = self.pace(out), self.pace(out / 2)
+        return None if here is None or half is None else here >= (1.0 + GAIN) * half
+
+    def knee(self) -> float:
+        """The most in flight that still paid: the largest size seen that brought GAIN more answers a second than
+        half of it did (1 where no doubling paid: a server whose rate is flat past its slots)."""
+        paid = [size for size in self.by_size if self.pays(2 ** (size / STEPS))]
+        return 2 ** (max(paid) / STEPS) if paid else 1.0
 
     def safe(self) -> float:
         """The most in flight that the server's pace answers within TIMEOUT_SHARE of --timeout: the window grows

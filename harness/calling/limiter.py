@@ -7,7 +7,9 @@ multiplicatively when the provider answers 429 or an attempt times out, and grow
 up (AIMD, as TCP does), so a run settles just under a rate limit it was never told about. Against a server that
 queues (a local one: llama.cpp, vLLM, Ollama), answers whose latency grows with the load hold the window to what
 the server serves at once (harness/calling/congestion.py), or the server says so itself (`serves`: llama.cpp's
-/props), so that no request waits long enough to time out (issue 42). A cut happens at most once per
+/props), so that no request waits long enough to time out (issue 42); against one that batches all it holds (vLLM),
+the window grows on, twice as large a round trip, while a larger window still brings more answers a second, within
+a quarter of --timeout. A cut happens at most once per
 round trip, and only for a 429 to a request sent after the last cut: a burst of 429s to requests that were
 already out is one piece of news, not many. A 429's retry-after pauses new requests for that long (the
 request itself waits it out in dispatch's retry policy, holding no slot).
@@ -262,7 +264,7 @@ class Limiter:
             self.answered += 1
             if self.probe is not None:
                 self._grow_probe(self.probe, now)
-            held = self.queue.answered(load, now - sent, now) if load else None
+            held = self.queue.answered(load, now - sent, now, self.out + 1) if load else None
             if held is not None and held < self.window:  # this answer queued: in flight to the server's pace
                 self.queued += 1
                 self._congested(held)
@@ -273,6 +275,8 @@ class Limiter:
                 # trip, no faster than one per GROW_PERIOD (a fast server: no overshoots).
                 top = min(float(self.ceiling), max(self.window, self.queue.safe()))
                 step = min(1.0, self.rtt / GROW_PERIOD) / self.window
+                if self.queue.gaining:  # answers a second still grow with the window (a batching server): one more
+                    step = 1.0  # slot an answer, twice the window a round trip, as slow start (and BBR's startup)
                 self.window = top if self.slow else min(top, self.window + step)
                 self.slow = self.slow and self.window < self.ceiling
         self._wake()

