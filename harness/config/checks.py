@@ -84,6 +84,14 @@ def http_urls(urls: Any, flag: str) -> None:
         if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
             shown = url.partition("?")[0] + ("?…" if "?" in url else "")  # a query may hold a credential
             raise HarnessError(f"{flag} {shown!r} needs http:// or https:// in front (e.g. http://{shown})")
+        parts = urlsplit(url)
+        if "@" in parts.netloc:  # the HTTP client sends one Authorization header, the key's: a user:password@ in
+            # the address could not be sent beside it, and every request would fail (a batch after minutes of retries)
+            raise HarnessError(
+                f"{flag} {parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}: a user:password@ in the "
+                "address cannot be sent beside the API key's Authorization header; give a gateway's credential in "
+                "its query (?api-key=...) or as the API key"
+            )
         url_query(url, flag)
 
 

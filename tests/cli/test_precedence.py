@@ -313,6 +313,11 @@ BAD: list[tuple[list[str], str]] = [
         ["--base-url", "127.0.0.1:1/v1"],
         "--base-url '127.0.0.1:1/v1' needs http:// or https:// in front (e.g. http://127.0.0.1:1/v1)",
     ),
+    (  # aiohttp refuses credentials in the URL beside the Authorization header: every request failed (issue 41)
+        ["--base-url", "http://me:Pw-s3cret@127.0.0.1:1/v1"],
+        "--base-url http://127.0.0.1:1/v1: a user:password@ in the address cannot be sent beside the API key's "
+        "Authorization header; give a gateway's credential in its query (?api-key=...) or as the API key",
+    ),
     (["--parse", "lenient"], "argument --parse: invalid choice: 'lenient' (choose from 'first-number', 'strict')"),
     # Generated from the declarations since issue 33: the option typed without --batch is named, and --batch-wait
     # and --batch-poll share every float's check (nan and inf were taken before)
