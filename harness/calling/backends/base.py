@@ -34,6 +34,7 @@ from typing import Any
 
 from harness.calling.limits import rate_limit
 from harness.calling.redaction import PLACEHOLDER_KEY, Secrets, redact
+from harness.config.checks import http_urls
 from harness.scoring.reasoning import THINK_TAGS
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
@@ -259,6 +260,16 @@ def api_key(variable: str, backend: str, base_urls: Sequence[str]) -> str:
     if base_urls:
         return PLACEHOLDER_KEY  # vllm serve, llama.cpp & co. accept any key unless started with one
     raise HarnessError(f"{variable} is not set: the {backend} backend needs an API key")
+
+
+def env_base_url(variable: str | None) -> str | None:
+    """The base URL the provider's SDK would read from its variable (OPENAI_BASE_URL, ANTHROPIC_BASE_URL) when no
+    --base-url is given, read here instead and checked as --base-url is (config/checks.py `http_urls`: http(s), and a
+    query the SDK can send apart, e.g. a gateway's `?api-key=`); None when the variable is unset."""
+    if variable is None or (url := os.environ.get(variable)) is None:
+        return None
+    http_urls([url], variable)  # the error names the variable, never its query's values
+    return url
 
 
 def clean_reply(text: str, key: Secrets) -> tuple[str, bool]:
