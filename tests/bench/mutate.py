@@ -103,6 +103,7 @@ MODULES: dict[str, list[str]] = {
         "tests/calling/test_backends_api.py",
         "tests/calling/test_server_slots.py",
         "tests/calling/test_toy_backend.py",
+        "tests/calling/test_provider.py",
         "--deselect=tests/calling/test_backends_api.py::test_kill_9_then_rerun_sends_only_what_is_missing_and_matches_an_uninterrupted_run",
         "--deselect=tests/calling/test_backends_api.py::test_unreachable_server_says_what_it_waits_for_then_stops_in_one_line_with_no_run_folder",
     ],

@@ -23,7 +23,7 @@ import httpx2
 from harness.calling.backends.base import Decoding, RemoteBackend, api_key, clean_reply, env_base_url
 from harness.calling.backends.description import Description, decoding
 from harness.calling.backends.reading import ErrorReply, read_reply, reply_error, sdk_errors
-from harness.calling.backends.thinking import Rule, Thinking
+from harness.calling.backends.thinking import NEVER, Rule, Thinking
 from harness.calling.backends.transport import ClientPool, Route, open_routes, plain_routes, route_secrets
 from harness.calling.redaction import redact_completion
 from harness.config.settings import ApiOptions, RunConfig
@@ -50,7 +50,7 @@ class HTTPBackend(RemoteBackend):
 
     sdk: Any = None  # the SDK module (openai, anthropic) whose exceptions its typed calls raise; None: no SDK
     default_url = ""  # without --base-url and without an SDK (which has its own default)
-    thinking = Thinking(False, 0)  # a reasoning run's settings (thinking.py), set in `setup`
+    thinking: Thinking = NEVER  # a reasoning run's settings (thinking.py), set in `setup`
     # Its reasoning rule (thinking.py), the one its line of BACKENDS states for those that do not build it: --dry-run,
     # --max-cost (tests/calling/test_backend_kinds.py checks that the two agree); None: it never thinks
     thinking_rule: Rule | None = None
