@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import email.utils
 import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +14,7 @@ from harness.calling.backends.base import (
     PROXY_AUTH,
     REPLY_CAP_BYTES,
     Decoding,
+    LocalBackend,
     PermanentError,
     RetryableError,
     Unreachable,
@@ -24,8 +27,11 @@ from harness.calling.backends.base import (
     token_count,
     unencodable_prompt,
 )
+from harness.calling.cache import ResponseCache
+from harness.calling.dispatch import complete_all
 from harness.calling.limits import rate_limit
-from harness.types import HarnessError, Usage
+from harness.calling.options import DispatchOptions
+from harness.types import Completion, HarnessError, Request, Usage
 
 OPENAI_SENT = ("model", "messages", "max_tokens", "temperature")
 
@@ -218,10 +224,11 @@ def test_a_reply_of_exactly_the_cap_is_kept_whole() -> None:
 
 
 def test_a_cut_inside_a_character_moves_to_the_next_one() -> None:
-    # 1.2 MB of a three-byte character: the last 64,000 bytes begin at a character's third byte, so the end kept
-    # begins with the next character (63,999 bytes) and the beginning fills the rest of the 1,000,000 bytes.
-    stored, cut = clean_reply("4.0 " + "€" * 400_000, None)
-    assert (stored, cut) == ("4.0 " + "€" * (311_999 + 21_333), True)
+    # 1.2 MB of a three-byte character (U+2081, E2 82 81: its last byte has its low bit set, as not every
+    # continuation byte does): the last 64,000 bytes begin at a character's third byte, so the end kept begins with
+    # the next character (63,999 bytes) and the beginning fills the rest of the 1,000,000 bytes.
+    stored, cut = clean_reply("4.0 " + "\u2081" * 400_000, None)
+    assert (stored, cut) == ("4.0 " + "\u2081" * (311_999 + 21_333), True)
     assert len(stored.encode()) == REPLY_CAP_BYTES
 
 
@@ -248,3 +255,29 @@ def test_the_default_decoding_is_the_papers() -> None:
     """What a remote backend sends and records unless the run says otherwise: the provider's chat default, no stop
     sequences, 20 output tokens (the paper's generation length), no log-probabilities, no forced answer."""
     assert Decoding() == Decoding(chat=None, stop=(), max_tokens=20, expected=False, constrain=None, grammar=False)
+
+
+def test_a_local_backends_answers_are_cached_unless_it_says_they_are_free(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    class Local(LocalBackend):
+        name, model = "local", "m"
+
+        async def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
+            for r in requests:
+                asked.append(r.id)
+                yield Completion(r.id, f"{len(r.prompt)}")
+
+        def describe(self) -> dict[str, object]:
+            return {}
+
+    requests = [Request("a", "p"), Request("b", "pp")]
+    cache = ResponseCache(tmp_path / "c.db")
+    try:
+        first = complete_all(Local(), requests, options=DispatchOptions(cache=cache))
+        again = complete_all(Local(), requests, options=DispatchOptions(cache=cache))
+    finally:
+        cache.close()
+    assert asked == ["a", "b"]  # the second run was answered by the cache
+    assert [(c.text, c.cached) for c in first.values()] == [("1", False), ("2", False)]
+    assert [(again[r.id].text, again[r.id].cached) for r in requests] == [("1", True), ("2", True)]
