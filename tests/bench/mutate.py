@@ -110,6 +110,7 @@ MODULES: dict[str, list[str]] = {
     "harness/calling/dispatch.py": [
         "tests/calling/test_dispatch.py",
         "tests/calling/test_dispatch_accounting.py",
+        "tests/calling/test_call.py",
         "--deselect=tests/calling/test_dispatch.py::test_429_storm_loses_nothing_and_each_prompt_is_answered_once",
     ],
 }
