@@ -217,18 +217,23 @@ def test_a_lone_surrogate_is_named_once_each_and_is_that_prompts_error() -> None
     assert str(e).startswith("unencodable_prompt: not sent: the prompt holds U+D800, U+DFFF, a lone surrogate (half")
 
 
+DIGITS = "".join(f"{i:07d}" for i in range(150_000))  # no two stretches alike: a cut a byte off shows
+
+
 def test_a_reply_of_exactly_the_cap_is_kept_whole() -> None:
-    text = "4" + "x" * (1_000_000 - 1)
+    text = DIGITS[:1_000_000]
     assert clean_reply(text, None) == (text, False)
-    assert clean_reply(text + "y", None) == (text[:936_000] + text[-63_999:] + "y", True)  # one byte out: its middle
+    # one byte over: the last 64,000 bytes kept and the beginning up to the cap, so one byte of the middle goes
+    assert clean_reply(text + "y", None) == (text[:936_000] + text[-63_999:] + "y", True)
 
 
 def test_a_cut_inside_a_character_moves_to_the_next_one() -> None:
-    # 1.2 MB of a three-byte character (U+2081, E2 82 81: its last byte has its low bit set, as not every
-    # continuation byte does): the last 64,000 bytes begin at a character's third byte, so the end kept begins with
-    # the next character (63,999 bytes) and the beginning fills the rest of the 1,000,000 bytes.
-    stored, cut = clean_reply("4.0 " + "\u2081" * 400_000, None)
-    assert (stored, cut) == ("4.0 " + "\u2081" * (311_999 + 21_333), True)
+    # 1.2 MB of three-byte characters (the subscript digits, U+2080-U+2089, of DIGITS from its fifth): the last 64,000
+    # bytes begin at the third byte of a ₉ (E2 82 89: its low bit set, as not every continuation byte has), so the
+    # end kept begins with the next character (21,333 of them) and the beginning fills the rest of the 1,000,000 bytes.
+    text = "4.0 " + "".join(chr(0x2080 + int(d)) for d in DIGITS[4:400_004])
+    stored, cut = clean_reply(text, None)
+    assert (stored, cut) == (text[: 4 + 311_999] + text[-21_333:], True)
     assert len(stored.encode()) == REPLY_CAP_BYTES
 
 

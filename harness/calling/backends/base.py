@@ -160,7 +160,7 @@ class PermanentError(Exception):
         self.kind = kind
 
 
-RETRYABLE_STATUS = frozenset({408, 409, 429, 529})
+RETRYABLE_STATUS = frozenset({408, 409, 429})  # and every 5xx (status_error), Anthropic's 529 "overloaded" too
 FATAL_STATUS = frozenset({401, 403, 404})  # a bad key, no access, no such model: every request would fail
 PROXY_AUTH = (
     "proxy authentication required (HTTP 407): put the proxy's user and password in the proxy variable's URL "
