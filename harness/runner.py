@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.calling.backends.base import Backend, LocalBackend
+from harness.calling.backends.base import Backend, LocalBackend, RemoteBackend
 from harness.calling.options import cache_path
 from harness.calling.pricing import Price, price_of
 from harness.calling.redaction import redact_all, url_secrets
@@ -110,9 +110,11 @@ def config_record(
     config: RunConfig, prep: Prepared, backend: Backend | None, shared: Shared | None = None
 ) -> dict[str, Any]:
     """config.json: every setting, hashes of what produced the prompts, versions. No secrets: the credentials a
-    --base-url carries (`?api-key=`, `user:pass@`) are redacted before anything is recorded or hashed."""
+    --base-url carries (`?api-key=`, `user:pass@`) are redacted before anything is recorded or hashed, and those of
+    the URL an SDK's variable gave (OPENAI_BASE_URL: the backend's `secrets`, its key too)."""
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(config).items()}
     in_urls = [s for url in config.api.base_urls for s in url_secrets(url)]
+    in_urls += backend.secrets if isinstance(backend, RemoteBackend) else ()
     settings = redact_all(settings, in_urls)
     whole = prep.whole or prep  # a --shard part is identified as the whole run plus its part
     identity = {

@@ -128,7 +128,7 @@ class _Dispatcher:
 
         # One worker per slot of the ceiling: the limiter decides how many of them are sending at a time, and a
         # worker waiting out a retry holds no slot.
-        n = max(1, min(self.options.concurrency, len(queue)))
+        n = min(self.options.concurrency, len(queue))  # both at least 1: requests are missing, --concurrency >= 1
         workers = [asyncio.create_task(worker()) for _ in range(n)]
         try:
             results = await asyncio.gather(*workers, return_exceptions=True)
@@ -140,20 +140,23 @@ class _Dispatcher:
                 raise result
 
     async def send_one(self, backend: RemoteBackend, request: Request) -> None:
-        reserved = 0.0
-        if self.budget is not None:
-            reserved = self.budget.worst_case(request, backend.output_budget(request))
-            if not self.budget.reserve(reserved):
-                self.stats.not_sent_max_cost += 1
-                limit = f"${self.budget.max_cost:g}"
-                self.finish(Completion(request.id, None, error=f"not sent: --max-cost {limit} would be exceeded"))
-                return
-        completion = await self.attempt(backend, request)
-        if self.budget is not None:
-            answered = completion is not None and completion.error is None
-            self.budget.settle(reserved, completion.usage if answered and completion else None)
+        if self.budget is None:
+            completion = await self.attempt(backend, request)
+        else:
+            completion = await self.within(self.budget, backend, request)
         if completion is not None:
             self.finish(completion)
+
+    async def within(self, budget: Budget, backend: RemoteBackend, request: Request) -> Completion | None:
+        """--max-cost: the request sent only if its worst case fits what is left, then charged what it used (an
+        error's usage is nothing; no Completion, a run stopping: nothing)."""
+        reserved = budget.worst_case(request, backend.output_budget(request))
+        if not budget.reserve(reserved):
+            self.stats.not_sent_max_cost += 1
+            return Completion(request.id, None, error=f"not sent: --max-cost ${budget.max_cost:g} would be exceeded")
+        completion = await self.attempt(backend, request)
+        budget.settle(reserved, completion.usage if completion is not None else None)
+        return completion
 
     def stopping(self) -> bool:
         """A fatal error, or a full disk under the cache: every further answer would be paid for and not kept."""

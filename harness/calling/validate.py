@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from harness.calling.backends import BACKENDS, Description
+from harness.calling.backends.base import env_base_url
 from harness.calling.backends.choose import described
 from harness.calling.backends.openai_names import default_chat, is_reasoning_model
 from harness.calling.pricing import check_model_name, price_for
@@ -53,6 +54,7 @@ def check_model(config: RunConfig, model: str, name: str, generates: bool) -> No
         raise HarnessError(f"--truncate-input: only the {which} backend truncates prompts ({model} runs on {name})")
     if d.remote and not config.api.base_urls:  # a --base-url server's names are its own
         check_model_name(model, config.api.prices)
+        env_base_url(d.url_env)  # OPENAI_BASE_URL & co. are checked as --base-url is, dry runs too
     if generates and d.kind != "baseline":  # baselines read the prompt as text: no template, no stop sequences
         check_decoding(config, name, d)
         check_reasoning(config, model, name)

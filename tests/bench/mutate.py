@@ -94,9 +94,25 @@ MODULES: dict[str, list[str]] = {
         "--deselect=tests/calling/test_dispatch.py::test_429_storm_loses_nothing_and_each_prompt_is_answered_once",
         "--deselect=tests/calling/test_reach.py::test_raw_prompts_to_a_chat_only_server_say_that_chat_needs_chat",
     ],
+    "harness/calling/backends/base.py": [
+        "tests/calling/test_backends_base.py",
+        "tests/calling/test_reply_usage.py",
+        "tests/calling/test_long_thought.py",
+        "--deselect=tests/calling/test_reply_usage.py::test_a_hostile_usage_keeps_max_cost_on_and_every_answer_cached",
+        "--deselect=tests/calling/test_long_thought.py::test_the_answer_after_a_thought_longer_than_the_cap_is_scored",
+    ],
+    "harness/calling/backends/provider.py": [
+        "tests/calling/test_backends_api.py",
+        "tests/calling/test_server_slots.py",
+        "tests/calling/test_toy_backend.py",
+        "tests/calling/test_provider.py",
+        "--deselect=tests/calling/test_backends_api.py::test_kill_9_then_rerun_sends_only_what_is_missing_and_matches_an_uninterrupted_run",
+        "--deselect=tests/calling/test_backends_api.py::test_unreachable_server_says_what_it_waits_for_then_stops_in_one_line_with_no_run_folder",
+    ],
     "harness/calling/dispatch.py": [
         "tests/calling/test_dispatch.py",
         "tests/calling/test_dispatch_accounting.py",
+        "tests/calling/test_call.py",
         "--deselect=tests/calling/test_dispatch.py::test_429_storm_loses_nothing_and_each_prompt_is_answered_once",
     ],
     "harness/calling/backends/openai.py": [

@@ -23,7 +23,6 @@ from harness.calling.backends.base import (
     PermanentError,
     RetryableError,
     Unreachable,
-    retry_after_seconds,
 )
 from harness.calling.backends.choose import make_backend
 from harness.calling.backends.openai import OpenAIBackend
@@ -175,13 +174,6 @@ def test_bad_key_is_fatal_and_the_echoed_key_is_redacted(kind: str) -> None:
     with FakeServer(api_key="another-key") as server, pytest.raises(PermanentError) as err:
         send(make(kind, server))
     assert err.value.fatal and "HTTP 401" in str(err.value) and KEY not in str(err.value)
-
-
-def test_retry_after_headers() -> None:
-    assert retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
-    assert retry_after_seconds({"retry-after": "3"}) == 3.0
-    assert retry_after_seconds({"retry-after": "Wed, 21 Oct 2026 07:28:10 GMT"}, now=1792567680.0) == 10.0
-    assert retry_after_seconds({"retry-after": "soon"}) is None and retry_after_seconds({}) is None
 
 
 # --- several servers, keys -----------------------------------------------------------------------

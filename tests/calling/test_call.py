@@ -1,8 +1,10 @@
 """dispatch.call, a run's calling step: options built once, the cache opened for what deserves one, each
-output parsed once, one line when every request failed. The real OpenAI SDK against tests/fake_server.py."""
+output parsed once, --batch through the provider's batch endpoint, one line when every request failed. The real
+OpenAI SDK against tests/fake_server.py and tests/fake_batch_server.py."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -13,9 +15,11 @@ from harness.calling.backends.offline import OverlapScorer
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.dispatch import call
 from harness.calling.options import DispatchOptions, DispatchStats, dispatch_options
+from harness.config.sections import BatchOptions
 from harness.config.settings import ApiOptions, RunConfig
 from harness.scoring.parsing import parse_score
 from harness.types import Completion, HarnessError, Request
+from tests.fake_batch_server import FakeBatchServer
 from tests.fake_server import FakeServer
 
 KEY = "sk-test-0123456789"
@@ -54,6 +58,18 @@ def test_answers_are_cached_and_each_parsed_once(tmp_path: Path) -> None:
         again = call(OpenAIBackend("gpt-4o", KEY, [server.openai_url], chat=True), REQUESTS, options, stats)
         assert len(server.calls) == sent and stats.cache_hits == len(REQUESTS)  # the cache answered
     assert all(c.cached for c in again.completions.values()) and again.parsed == {}  # answers, not scores
+
+
+def test_batch_sends_through_the_batch_endpoint_and_answers_as_one_by_one(tmp_path: Path) -> None:
+    with FakeBatchServer(batch_delay=0.05) as server:
+        options = DispatchOptions(cache_path=tmp_path / "cache.sqlite", batch=BatchOptions(poll=0.05))
+        stats = DispatchStats()
+        batched = call(OpenAIBackend("gpt-4o", KEY, [server.openai_url]), REQUESTS, options, stats)
+        assert server.calls == [] and server.submitted == Counter(r.prompt for r in REQUESTS)  # one batch, no POST
+        alone = call(OpenAIBackend("gpt-4o", KEY, [server.openai_url]), REQUESTS, DispatchOptions(), DispatchStats())
+    texts = {rid: c.text for rid, c in alone.completions.items()}
+    assert {rid: c.text for rid, c in batched.completions.items()} == texts and None not in texts.values()
+    assert len(server.calls) == len(REQUESTS)  # the one by one run, sent without a cache
 
 
 def test_a_backend_whose_answers_are_free_gets_no_cache_file(tmp_path: Path) -> None:

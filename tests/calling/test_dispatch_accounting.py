@@ -4,12 +4,16 @@ A backend that follows a script of outcomes (tests/calling/test_attempts.py), on
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from harness.calling.backends.base import PermanentError, RetryableError
+from harness.calling.backends.base import LocalBackend, PermanentError, RetryableError
+from harness.calling.cache import ResponseCache
 from harness.calling.dispatch import call, complete_all
 from harness.calling.options import DispatchOptions, DispatchStats, RetryPolicy
 from harness.calling.pricing import Price
@@ -78,23 +82,28 @@ def test_a_completion_is_cleaned_of_the_prompt_quoted_in_its_error() -> None:
 
 
 def test_the_progress_bar_counts_invalid_replies_and_errors(capsys: pytest.CaptureFixture) -> None:
-    """The bar (shown past its 2-second delay) says how many replies were no score and how many requests failed."""
+    """The bar (shown past its 2-second delay), named for the model, says how many replies were no score and how many
+    requests failed; without --progress there is none."""
     options = replace(ONE_AT_A_TIME, progress=True)
-    call(
-        Scripted(["no idea", RetryableError("503"), "slow 4"]), requests(3), options, DispatchStats(), parse=parse_score
-    )
-    assert "invalid=1, errors=1]" in capsys.readouterr().err
+    outcomes: list[BaseException | str] = ["no idea", RetryableError("503"), "3", "slow 4"]
+    call(Scripted(outcomes), requests(4), options, DispatchStats(), parse=parse_score)
+    err = capsys.readouterr().err
+    assert err.endswith("invalid=1, errors=1]\n") and err.splitlines()[-1].startswith("m: 100%")
     call(Scripted([RetryableError("503"), "4", "slow 4"]), requests(3), options, DispatchStats())  # answers: no score
     err = capsys.readouterr().err
     assert err.endswith(", errors=1]\n") and "invalid" not in err
+    call(Scripted(outcomes), requests(4), ONE_AT_A_TIME, DispatchStats(), parse=parse_score)
+    assert capsys.readouterr().err == ""
 
 
 def test_a_cached_run_counts_hits_and_misses_and_asks_only_the_misses(tmp_path: Path) -> None:
     options = replace(ONE_AT_A_TIME, cache_path=tmp_path / "cache.db")
     stats = DispatchStats()
+    began = time.perf_counter()
     first = call(Scripted(["4", RetryableError("503"), "2?"]), requests(3), options, stats)
+    took = time.perf_counter() - began
     assert (stats.cache, stats.cache_hits, stats.cache_misses, stats.usage_unreported) == ("on", 0, 3, 1)
-    assert round(stats.seconds, 3) == stats.seconds  # to the millisecond, for metrics.json
+    assert round(stats.seconds, 3) == stats.seconds and 0 <= stats.seconds <= took + 0.001  # to the millisecond
     backend, stats = Scripted(["3"]), DispatchStats()
     again = call(backend, requests(3), options, stats)
     assert (stats.cache_hits, stats.cache_misses, backend.sent, stats.usage_unreported) == (2, 1, 1, 0)
@@ -127,3 +136,65 @@ def test_a_price_without_max_cost_sums_what_was_spent_and_refuses_nothing() -> N
     done = complete_all(Scripted(["4", "3?", "2"]), requests(3), options=options, stats=stats)
     assert [c.text for c in done.values()] == ["4", "3", "2"]
     assert (stats.spent_usd, stats.not_sent_max_cost) == (0.0, 0)  # the answers' own counts: 0 tokens each
+
+
+def test_an_unexpected_exception_is_that_requests_error_and_the_rest_are_answered() -> None:
+    stats = DispatchStats()
+    done = complete_all(Scripted([ValueError("boom"), "4"]), requests(2), options=ONE_AT_A_TIME, stats=stats)
+    assert done == {"q0": Completion("q0", None, error="unexpected ValueError: boom"), "q1": Completion("q1", "4")}
+    assert (stats.errors, stats.deterministic_errors) == (1, 0)  # a rerun asks it again
+
+
+class Partial(LocalBackend):
+    """A local backend that answers only its first request."""
+
+    name, model = "partial", "m"
+
+    async def complete(self, requests: Sequence[Request]) -> AsyncIterator[Completion]:
+        yield Completion(requests[0].id, "4")
+
+    def describe(self) -> dict[str, object]:
+        return {}
+
+
+def test_a_request_a_backend_left_unanswered_is_an_error_naming_the_backend() -> None:
+    done = complete_all(Partial(), requests(2))
+    unanswered = Completion("q1", None, error="backend partial returned no completion")
+    assert done == {"q0": Completion("q0", "4"), "q1": unanswered}
+
+
+class Staggered(Scripted):
+    """Answers "4" to item i after i tenths of a second."""
+
+    async def send(self, request: Request) -> Completion:
+        self.sent += 1
+        await asyncio.sleep(0.1 * int(request.id.removeprefix("q")))
+        return Completion(request.id, "4")
+
+
+def test_a_failure_while_answers_are_in_flight_keeps_every_one_of_them(tmp_path: Path) -> None:
+    """What stops a run (here its progress callback, failing at the first answer) lets the requests already sent
+    finish and their answers be stored: they are paid for, and the rerun asks nothing again."""
+
+    def fails_first(c: Completion) -> None:
+        if c.request_id == "q0":
+            raise RuntimeError("the callback broke")
+
+    cache = ResponseCache(tmp_path / "c.db")
+    try:
+        with pytest.raises(RuntimeError, match="the callback broke"):
+            complete_all(Staggered([]), requests(4), fails_first, DispatchOptions(concurrency=4, cache=cache))
+        again = Staggered([])
+        done = complete_all(again, requests(4), options=DispatchOptions(concurrency=4, cache=cache))
+    finally:
+        cache.close()
+    assert again.sent == 0 and [c.cached for c in done.values()] == [True] * 4
+
+
+def test_a_fatal_error_under_max_cost_stops_the_run_in_one_line_and_charges_nothing_for_it() -> None:
+    price = Price("m", 1.0, 1.0, "test")
+    options = replace(ONE_AT_A_TIME, max_cost=1.0, price=price)
+    stats, backend = DispatchStats(), Scripted(["4", PermanentError("401 bad key", fatal=True)])
+    with pytest.raises(HarnessError, match=r"^scripted model 'm': 401 bad key \(answers received so far are cached"):
+        complete_all(backend, requests(3), options=options, stats=stats)
+    assert stats.spent_usd == 0.0

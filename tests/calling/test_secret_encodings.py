@@ -1,6 +1,7 @@
 """A secret in every form it can take (issue 41): a server or proxy that echoes the key URL-encoded, base64-encoded
 (alone, as `Bearer <key>`, as basic auth's `user:key`), or cut in two across the fields of a JSON error, in its replies,
-its error replies and a batch's error file; and credentials in a --base-url (`?api-key=`, `user:pass@`). Real runs
+its error replies and a batch's error file; and credentials in a --base-url or in the SDKs' OPENAI_BASE_URL and
+ANTHROPIC_BASE_URL (`?api-key=`, `user:pass@`). Real runs
 through the CLI and the real SDKs against tests/fake_server.py on 127.0.0.1; then every byte of every file the run,
 its cache and its reports (--shareable too) wrote, and everything it printed, is searched for every form."""
 
@@ -119,27 +120,42 @@ def test_a_batch_error_file_echoing_the_key_in_any_encoding_reaches_no_file(
 
 
 @pytest.mark.parametrize(
-    ("backend", "chat", "path"),
+    ("backend", "chat", "path", "given"),
     [
-        ("openai", "--chat", "/v1/chat/completions"),
-        ("openai", "--no-chat", "/v1/completions"),
-        ("anthropic", "--stop=\n", "/v1/messages"),
+        ("openai", "--chat", "/v1/chat/completions", "--base-url"),
+        ("openai", "--no-chat", "/v1/completions", "--base-url"),
+        ("anthropic", "--stop=\n", "/v1/messages", "--base-url"),
+        # The SDKs' own variables, without --base-url: read at the same door (it used to go to the SDK whole, which
+        # put the endpoint's path after the query: a 404 from `/v1/?api-key=...chat/completions`)
+        ("openai", "--chat", "/v1/chat/completions", "OPENAI_BASE_URL"),
+        ("anthropic", "--stop=\n", "/v1/messages", "ANTHROPIC_BASE_URL"),
     ],
 )
 def test_a_base_url_query_goes_with_every_request_and_reaches_no_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, backend: str, chat: str, path: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+    backend: str,
+    chat: str,
+    path: str,
+    given: str,
 ) -> None:
     """A gateway that wants `?api-key=` (and `?api-version=`) on every request gets them on the endpoint's own URL
     (the SDKs would append the endpoint's path after the query: `/v1/?api-key=...chat/completions`), through the
-    real SDKs; the run, its rerun from the cache and its reports hold no form of the credential, echoed by the
-    server in every form."""
-    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+    real SDKs, whether the URL is --base-url or the SDK's variable; the run, its rerun from the cache and its
+    reports hold no form of the credential, echoed by the server in every form."""
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(variable, raising=False)
     results = tmp_path / "results"
     with FakeServer(extras=echo_forms) as server:
         root = server.openai_url if backend == "openai" else server.anthropic_url
         url = f"{root}?api-key={urllib.parse.quote(KEY, safe='')}&api-version=2024-06-01"
-        args = ["--model", "m", "--backend", backend, "--base-url", url, chat, "--dataset", "stsb", "--limit", "6"]
+        args = ["--model", "m", "--backend", backend, chat, "--dataset", "stsb", "--limit", "6"]
+        if given == "--base-url":
+            args += ["--base-url", url]
+        else:  # the provider's API as far as the harness knows, so its key is asked for (not the gateway's)
+            monkeypatch.setenv(given, url)
+            monkeypatch.setenv(f"{backend.upper()}_API_KEY", "sk-provider-side-0000")
         args += ["--results-dir", str(results), "--no-progress", "--cache", str(tmp_path / "c.db")]
         assert main([*args, "--run-id", "r"]) == 0
         assert main([*args, "--run-id", "again"]) == 0  # every answer from the cache
@@ -150,10 +166,16 @@ def test_a_base_url_query_goes_with_every_request_and_reaches_no_file(
     assert [(c.path, c.query) for c in calls] == [(path, {"api-key": KEY, "api-version": "2024-06-01"})] * 6
     rows = [json.loads(line) for line in (results / "r" / "samples.jsonl").read_text().splitlines()]
     assert [r["prediction"] for r in rows] == [4.0] * 6
+    recorded = json.loads((results / "r" / "config.json").read_text())["backend_params"]["base_urls"]
+    assert [u.partition("?")[2] for u in recorded] == ["api-key=[redacted]&api-version=2024-06-01"]
     assert files_holding(tmp_path, FORMS) == {}
     assert [f for f in FORMS if f in printed.out + printed.err] == []
 
 
+@pytest.mark.parametrize(
+    ("backend", "given"),
+    [("openai", "--base-url"), ("openai", "OPENAI_BASE_URL"), ("anthropic", "ANTHROPIC_BASE_URL")],
+)
 @pytest.mark.parametrize(
     ("query", "says"),
     [
@@ -164,17 +186,31 @@ def test_a_base_url_query_goes_with_every_request_and_reaches_no_file(
     ],
 )
 def test_a_base_url_query_that_cannot_be_sent_is_one_error_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture, query: str, says: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+    query: str,
+    says: str,
+    backend: str,
+    given: str,
 ) -> None:
-    """A query no SDK can send as one value per name: one `error:` line that shows no value, exit 2, nothing sent
-    and nothing written."""
+    """A query no SDK can send as one value per name, in --base-url or in the SDK's variable: one `error:` line that
+    names where and shows no value, exit 2, nothing sent and nothing written, by a dry run too."""
+    monkeypatch.setenv(f"{backend.upper()}_API_KEY", "sk-provider-side-0000")
     with FakeServer() as server:
-        args = ["--model", "m", "--backend", "openai", "--base-url", f"{server.openai_url}?{query}"]
-        code = main([*args, "--dataset", "stsb", "--limit", "2", "--results-dir", str(tmp_path / "results")])
+        root = server.openai_url if backend == "openai" else server.anthropic_url
+        args = ["--model", "m", "--backend", backend, "--dataset", "stsb", "--limit", "2"]
+        args += ["--results-dir", str(tmp_path / "results")]
+        if given == "--base-url":
+            args += ["--base-url", f"{root}?{query}"]
+        else:
+            monkeypatch.setenv(given, f"{root}?{query}")
+        codes = [main(args), main([*args, "--dry-run"])]
         calls = list(server.calls)
     err = capsys.readouterr().err
-    assert (code, calls, list(tmp_path.iterdir())) == (2, [], [])
-    assert err.startswith(f"error: --base-url {server.openai_url}: ") and says in err and len(err.splitlines()) == 1
+    assert (codes, calls, list(tmp_path.iterdir())) == ([2, 2], [], [])
+    assert err.startswith(f"error: {given} {root}: ") and says in err and len(err.splitlines()) == 2
+    assert err.splitlines()[0] == err.splitlines()[1]
     assert "s3cret" not in err
 
 

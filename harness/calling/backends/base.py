@@ -34,6 +34,7 @@ from typing import Any
 
 from harness.calling.limits import rate_limit
 from harness.calling.redaction import PLACEHOLDER_KEY, Secrets, redact
+from harness.config.checks import http_urls
 from harness.scoring.reasoning import THINK_TAGS
 from harness.types import Completion, HarnessError, RateLimit, Request, Usage
 
@@ -164,7 +165,7 @@ class PermanentError(Exception):
         self.kind = kind
 
 
-RETRYABLE_STATUS = frozenset({408, 409, 429, 529})
+RETRYABLE_STATUS = frozenset({408, 409, 429})  # and every 5xx (status_error), Anthropic's 529 "overloaded" too
 FATAL_STATUS = frozenset({401, 403, 404})  # a bad key, no access, no such model: every request would fail
 PROXY_AUTH = (
     "proxy authentication required (HTTP 407): put the proxy's user and password in the proxy variable's URL "
@@ -264,6 +265,16 @@ def api_key(variable: str, backend: str, base_urls: Sequence[str]) -> str:
     if base_urls:
         return PLACEHOLDER_KEY  # vllm serve, llama.cpp & co. accept any key unless started with one
     raise HarnessError(f"{variable} is not set: the {backend} backend needs an API key")
+
+
+def env_base_url(variable: str | None) -> str | None:
+    """The base URL the provider's SDK would read from its variable (OPENAI_BASE_URL, ANTHROPIC_BASE_URL) when no
+    --base-url is given, read here instead and checked as --base-url is (config/checks.py `http_urls`: http(s), and a
+    query the SDK can send apart, e.g. a gateway's `?api-key=`); None when the variable is unset."""
+    if variable is None or (url := os.environ.get(variable)) is None:
+        return None
+    http_urls([url], variable)  # the error names the variable, never its query's values
+    return url
 
 
 def clean_reply(text: str, key: Secrets) -> tuple[str, bool]:

@@ -39,6 +39,9 @@ class Description:
     # embeddings API pools all it is sent
     pools_text: bool = False
     key_env: str | None = None  # the environment variable holding its API key
+    # The variable its SDK reads a base URL from without --base-url; read and checked as --base-url is (base.py
+    # env_base_url), so that its query goes apart as --base-url's does
+    url_env: str | None = None
     url: str | None = None  # the provider's own API: a run sent elsewhere is flagged (results/provenance.py)
     batch: str | None = None  # "module:Class" of its batch endpoint (--batch); None: runs one by one
     packages: tuple[str, ...] = ()  # installed packages whose versions can change its answers (config.json)

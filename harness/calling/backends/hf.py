@@ -21,7 +21,7 @@ from typing import Any
 from harness.calling.backends import hf_steps, local_models
 from harness.calling.backends.base import LocalBackend
 from harness.calling.backends.description import Description, constrain_scale
-from harness.calling.backends.thinking import Thinking, thinking_record
+from harness.calling.backends.thinking import NEVER, Thinking, thinking_record
 from harness.config.paper import PAPER, tokenizer_limit, truncation
 from harness.config.settings import LocalOptions, RunConfig
 from harness.types import Completion, HarnessError, Request, Usage
@@ -92,7 +92,7 @@ class HFBackend(LocalBackend):
         self.options = options
         self.expected = expected
         self.chat = chat  # --chat: apply the model's chat template (off: raw text, as the paper sent)
-        self.thinking = thinking or Thinking(False, 0)  # harness/calling/backends/thinking.py
+        self.thinking = thinking or NEVER  # harness/calling/backends/thinking.py
         self.constrain = constrain
         self.torch, self.transformers = require_hf()
         # A packaged model (smollm2-135m): checked now (package installed?), converted on first load.

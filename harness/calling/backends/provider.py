@@ -21,10 +21,10 @@ from typing import Any, Self
 
 import httpx2
 
-from harness.calling.backends.base import Decoding, RemoteBackend, api_key, clean_reply
+from harness.calling.backends.base import Decoding, RemoteBackend, api_key, clean_reply, env_base_url
 from harness.calling.backends.description import Description, decoding
 from harness.calling.backends.reading import ErrorReply, read_reply, reply_error, sdk_errors
-from harness.calling.backends.thinking import Rule, Thinking
+from harness.calling.backends.thinking import NEVER, Rule, Thinking
 from harness.calling.backends.transport import ClientPool, Route, open_routes, plain_routes, route_secrets
 from harness.calling.redaction import redact_completion
 from harness.config.settings import ApiOptions, RunConfig
@@ -51,7 +51,7 @@ class HTTPBackend(RemoteBackend):
 
     sdk: Any = None  # the SDK module (openai, anthropic) whose exceptions its typed calls raise; None: no SDK
     default_url = ""  # without --base-url and without an SDK (which has its own default)
-    thinking = Thinking(False, 0)  # a reasoning run's settings (thinking.py), set in `setup`
+    thinking: Thinking = NEVER  # a reasoning run's settings (thinking.py), set in `setup`
     # Its reasoning rule (thinking.py), the one its line of BACKENDS states for those that do not build it: --dry-run,
     # --max-cost (tests/calling/test_backend_kinds.py checks that the two agree); None: it never thinks
     thinking_rule: Rule | None = None
@@ -64,8 +64,12 @@ class HTTPBackend(RemoteBackend):
         *,
         api: ApiOptions | None = None,
         decoding: Decoding | None = None,
+        env_url: str | None = None,
         **changes: Any,
     ) -> None:
+        """`env_url`: without --base-url, the base URL of the SDK's own variable (OPENAI_BASE_URL), read and checked
+        by `from_config` (base.py env_base_url) so that its query goes apart as --base-url's does; None: the SDK's
+        default."""
         self.api, self.decoding = sections(api, decoding, base_urls, changes)
         self.model = model
         self.chat = self.decoding.chat is not False
@@ -73,12 +77,12 @@ class HTTPBackend(RemoteBackend):
         self.max_tokens = self.decoding.max_tokens
         self.setup()  # refusals come before any client or session is made
         if self.sdk is None:
-            urls = list(self.api.base_urls) or [self.default_url]
+            urls = list(self.api.base_urls) or [env_url or self.default_url]
             headers = self.headers(api_key)
             self.routes = plain_routes(urls, self.api.timeout, self.endpoint, headers, self.api.max_reply_mb)
         else:
             self.routes = open_routes(
-                list(self.api.base_urls) or [None],  # None: the SDK's default (or its *_BASE_URL variable)
+                list(self.api.base_urls) or [env_url],  # None: the SDK's default
                 self.api.timeout,
                 lambda url, http: self.client(api_key, url, http),
                 self.api.max_reply_mb,
@@ -90,11 +94,13 @@ class HTTPBackend(RemoteBackend):
 
     @classmethod
     def from_config(cls, config: RunConfig, line: Description) -> Self:
-        """The run's model at the provider or at --base-url: its key (its line's key_env), its two sections."""
+        """The run's model at the provider or at --base-url (or its line's url_env): its key (its line's key_env),
+        its two sections."""
         assert line.key_env is not None, f"backend {cls.name} has no key_env in BACKENDS"
         assert line.thinking == cls.thinking_rule, f"{cls.name}: its line's thinking is not its thinking_rule"
         key = api_key(line.key_env, cls.name, config.api.base_urls)
-        return cls(config.model, key, api=config.api, decoding=decoding(config))
+        url = None if config.api.base_urls else env_base_url(line.url_env)
+        return cls(config.model, key, api=config.api, decoding=decoding(config), env_url=url)
 
     def setup(self) -> None:
         """The provider's own settings from `api` and `decoding`, and its refusals (e.g. --no-chat)."""

@@ -50,6 +50,9 @@ class Thinking:
         return self.budget if self.combined else self.budget + answer_tokens
 
 
+NEVER = Thinking(False, 0)  # a backend (or model) that never thinks: its output is the answer alone
+
+
 def is_open_reasoning_model(model: str) -> bool:
     """Whether an open model's name says it thinks (Qwen3, DeepSeek-R1, gpt-oss, QwQ ...)."""
     return bool(THINKING_NAMES.search(model)) and not NOT_THINKING.search(model)

@@ -15,7 +15,7 @@ from typing import Any
 from harness.calling.backends import local_models
 from harness.calling.backends.base import LocalBackend
 from harness.calling.backends.description import Description, constrain_scale
-from harness.calling.backends.thinking import Thinking, thinking_record
+from harness.calling.backends.thinking import NEVER, Thinking, thinking_record
 from harness.config.settings import LocalOptions, RunConfig
 from harness.scoring.expected import collect_score_probs
 from harness.scoring.reasoning import answer_start
@@ -82,7 +82,7 @@ class VllmBackend(LocalBackend):
         self.seed = seed
         self.expected = expected
         self.chat = chat  # --chat: apply the model's chat template (off: raw text, as the paper sent)
-        self.thinking = thinking or Thinking(False, 0)  # harness/calling/backends/thinking.py
+        self.thinking = thinking or NEVER  # harness/calling/backends/thinking.py
         self.constrain = constrain
         self._choice_params = choice_params
         self._llm_factory = llm_factory
