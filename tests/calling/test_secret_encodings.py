@@ -1,7 +1,7 @@
 """A secret in every form it can take (issue 41): a server or proxy that echoes the key URL-encoded, base64-encoded
 (alone, as `Bearer <key>`, as basic auth's `user:key`), or cut in two across the fields of a JSON error, in its replies,
 its error replies and a batch's error file; and credentials in a --base-url or in the SDKs' OPENAI_BASE_URL and
-ANTHROPIC_BASE_URL (`?api-key=`, `user:pass@`). Real runs
+ANTHROPIC_BASE_URL (`?api-key=`; a `user:pass@` there is refused before anything is sent). Real runs
 through the CLI and the real SDKs against tests/fake_server.py on 127.0.0.1; then every byte of every file the run,
 its cache and its reports (--shareable too) wrote, and everything it printed, is searched for every form."""
 
@@ -219,17 +219,16 @@ def test_a_base_url_query_that_cannot_be_sent_is_one_error_line(
     [
         ("{base}?api-key=Qs-s3cret-in-query", "Qs-s3cret-in-query"),
         ("{base}?key=Qs%2Fs3cret%2Bquoted", "Qs/s3cret+quoted"),
-        ("http://me:Pw-s3cret-userinfo@127.0.0.1:{port}/v1", "Pw-s3cret-userinfo"),
     ],
-)
+)  # a user:password@ in the address is refused before anything is sent or written (tests/cli/test_precedence.py)
 def test_credentials_in_a_base_url_reach_no_file_and_no_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, url: str, secret: str
 ) -> None:
-    """A gateway's `?api-key=` or `user:pass@` in --base-url is a credential: not in config.json (a dry run writes
+    """A gateway's `?api-key=` in --base-url is a credential: not in config.json (a dry run writes
     one), not in an error line (a real run: the server is asked, and says what went wrong)."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with FakeBatchServer() as server:
-        base = url.format(base=server.openai_url, port=server.port)
+        base = url.format(base=server.openai_url)
         args = ["--model", "m", "--backend", "openai", "--base-url", base, "--dataset", "stsb", "--limit", "2"]
         args += ["--results-dir", str(tmp_path / "results"), "--no-progress", "--cache", str(tmp_path / "c.db")]
         assert main([*args, "--dry-run", "--run-id", "dry"]) == 0
