@@ -4,7 +4,6 @@ is read (`completion_from`, which the batch path calls too). Fast: no run_eval, 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -14,6 +13,7 @@ from harness.calling.backends.anthropic import TOOL_NAME, AnthropicBackend, cons
 from harness.calling.backends.base import MalformedReply, NotAnAnswer
 from harness.scoring.constrained import json_schema
 from harness.types import Completion, HarnessError, Request, Usage
+from tests.calling.test_backends_api import send
 from tests.fake_server import FakeServer, default_answer
 
 KEY = "sk-ant-test-secret-0123456789"
@@ -21,16 +21,6 @@ REQ = Request("7", "Sentence 1: a cat.\nSentence 2: a dog.\nOutput:", max_tokens
 SERVER = "http://127.0.0.1:9"  # never reached: these backends only build bodies or read replies
 SCALE = (1, 2, 3, 4, 5)
 GREEDY = "2023-06-01"
-
-
-def send(backend: AnthropicBackend, request: Request = REQ) -> Completion:
-    async def once() -> Completion:
-        try:
-            return await backend.send(request)
-        finally:
-            await backend.aclose()
-
-    return asyncio.run(once())
 
 
 # --- setup ---------------------------------------------------------------------------------------------------------
@@ -70,7 +60,7 @@ def test_the_sdks_own_retries_are_off() -> None:
 def test_each_setting_puts_its_fields_in_the_body_and_on_the_wire(options: dict[str, Any], fields: dict) -> None:
     with FakeServer() as server:
         backend = AnthropicBackend("claude-x", KEY, [server.anthropic_url], **options)
-        send(backend)
+        send(backend, REQ)
     want = {"model": "claude-x", "messages": [{"role": "user", "content": REQ.prompt}], **fields}
     (call,) = server.calls
     assert backend.body(REQ) == want and call.body == want and call.path == "/v1/messages"
@@ -126,7 +116,7 @@ def read(data: Any, **options: Any) -> Completion:
 
 def test_a_reply_through_the_sdk_is_read_whole() -> None:
     with FakeServer(served_model="claude-served") as server:
-        completion = send(AnthropicBackend("claude-x", KEY, [server.anthropic_url]))
+        completion = send(AnthropicBackend("claude-x", KEY, [server.anthropic_url]), REQ)
     words = len(REQ.prompt.split())
     want = Completion(
         "7", default_answer(REQ.prompt), usage=Usage(words, 1), finish_reason="stop", served_model="claude-served"

@@ -4,7 +4,6 @@ reply JSON is read (`completion_from`, which the batch path calls too). Fast: no
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.openai_logprobs import logprob_fields, score_probs_from
 from harness.scoring.constrained import gbnf, response_format
 from harness.types import Completion, HarnessError, Request, Usage
+from tests.calling.test_backends_api import send
 from tests.fake_server import FakeServer, default_answer
 
 KEY = "sk-test-secret-0123456789"
@@ -23,19 +23,9 @@ SERVER = "http://127.0.0.1:9/v1"  # never reached: these backends only build bod
 SCALE = (1, 2, 3, 4, 5)
 
 
-def send(backend: OpenAIBackend, request: Request = REQ) -> Completion:
-    async def once() -> Completion:
-        try:
-            return await backend.send(request)
-        finally:
-            await backend.aclose()
-
-    return asyncio.run(once())
-
-
 def refusal_of(backend: OpenAIBackend) -> PermanentError:
     with pytest.raises(PermanentError) as err:
-        send(backend)
+        send(backend, REQ)
     return err.value
 
 
@@ -141,7 +131,7 @@ def test_each_protocol_setting_adds_its_fields_and_they_reach_the_wire(
 ) -> None:
     with FakeServer() as server:
         backend = OpenAIBackend("m", "EMPTY", [server.openai_url], chat=chat, stop=["\n"], **options)
-        send(backend)
+        send(backend, REQ)
     prompt = {"messages": [{"role": "user", "content": REQ.prompt}]} if chat else {"prompt": REQ.prompt}
     want = {"model": "m", **prompt, "max_tokens": 9, "temperature": 0.0, "stop": ["\n"], **fields(chat)}
     (call,) = server.calls
@@ -151,7 +141,7 @@ def test_each_protocol_setting_adds_its_fields_and_they_reach_the_wire(
 def test_the_thinking_switch_reaches_the_wire_beside_the_typed_fields() -> None:
     with FakeServer() as server:
         backend = OpenAIBackend("Qwen/Qwen3-8B", "EMPTY", [server.openai_url], chat=True, reasoning=False)
-        send(backend)
+        send(backend, REQ)
     (call,) = server.calls
     assert call.body == backend.body(REQ) and call.body["chat_template_kwargs"] == {"enable_thinking": False}
 
@@ -237,7 +227,7 @@ def read(data: Any, *, chat: bool = True, **options: Any) -> Completion:
 
 def test_a_reply_through_the_sdk_is_read_whole() -> None:
     with FakeServer(served_model="served-1") as server:
-        completion = send(OpenAIBackend("m", "EMPTY", [server.openai_url], chat=True))
+        completion = send(OpenAIBackend("m", "EMPTY", [server.openai_url], chat=True), REQ)
     words = len(REQ.prompt.split())
     want = Completion(
         "7", default_answer(REQ.prompt), usage=Usage(words, 1), finish_reason="stop", served_model="served-1"
