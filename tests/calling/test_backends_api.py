@@ -34,6 +34,7 @@ from harness.cli.main import main
 from harness.config.settings import ApiOptions, RunConfig
 from harness.types import Completion, HarnessError, Request
 from tests.fake_server import REFUSAL, RETRY_AFTER_MS, FakeServer, always_ok, default_answer
+from tests.servers.transformers_serve import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-test-secret-0123456789"
@@ -321,11 +322,7 @@ def test_unreachable_server_says_what_it_waits_for_then_stops_in_one_line_with_n
     """Issue 20 class 13: a refused connection before any answer prints one line at once (what it waits for),
     is polled for --wait-for-server seconds, then stops the run with one error line, not after every request's
     nine tries (94.6 s with the default backoff)."""
-    import socket
-
-    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there now
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # free a moment ago: nothing listens there now
     url = f"http://127.0.0.1:{port}/v1"
     argv = [
         "--backend", "openai", "--model", "m", "--data-dir", str(csts_dir), "--results-dir", str(tmp_path),
@@ -348,11 +345,7 @@ def test_an_unreachable_servers_line_shows_where_without_its_credentials(
     csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], server_polls: list[float]
 ) -> None:
     """The one line a dead gateway gets names its address, never the key in its query or its user:password@."""
-    import socket
-
-    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there now
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # free a moment ago: nothing listens there now
     url = f"http://127.0.0.1:{port}/v1?api-key=gw-s3cret-4242"
     argv = [
         "--backend", "openai", "--model", "m", "--data-dir", str(csts_dir), "--results-dir", str(tmp_path),
