@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from harness.calling.backends import BACKENDS
 from harness.calling.backends.base import MalformedReply, NotAnAnswer, PermanentError
 from harness.calling.backends.openai import OpenAIBackend
 from harness.calling.backends.openai_logprobs import logprob_fields, score_probs_from
+from harness.config.settings import RunConfig
 from harness.scoring.constrained import gbnf, response_format
 from harness.types import Completion, HarnessError, Request, Usage
 from tests.calling.test_backends_api import send
@@ -206,6 +208,20 @@ def test_a_404_for_chat_asks_whether_the_base_url_is_right() -> None:
         f"usually ends in /v1) ({NOT_FOUND})"
     )
     assert error.fatal is True
+
+
+def test_a_404_from_the_url_of_openai_base_url_asks_about_the_variable_not_the_flag(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without --base-url the URL came from $OPENAI_BASE_URL (a shell profile's, forgotten): the question names it."""
+    with FakeServer(plan=lambda p, a: "404", models=["qwen-x"]) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "EMPTY")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
+        error = refusal_of(OpenAIBackend.from_config(RunConfig(model="qwen-x", chat=True), BACKENDS["openai"]))
+    assert str(error) == (
+        f"HTTP 404 from {server.openai_url}/chat/completions: is $OPENAI_BASE_URL right? (an OpenAI-compatible "
+        f"server's usually ends in /v1) ({NOT_FOUND})"
+    )
 
 
 def test_another_status_is_not_explained_as_a_404() -> None:

@@ -149,7 +149,7 @@ class OpenAIBackend(HTTPBackend):
                 fatal=True,
             )
         return PermanentError(
-            f"HTTP 404 from {e.url}: is --base-url right? (an OpenAI-compatible server's usually ends in /v1) "
+            f"HTTP 404 from {e.url}: is {self.url_origin} right? (an OpenAI-compatible server's usually ends in /v1) "
             f"({message})",
             fatal=True,
         )

@@ -65,13 +65,17 @@ class HTTPBackend(RemoteBackend):
         api: ApiOptions | None = None,
         decoding: Decoding | None = None,
         env_url: str | None = None,
+        url_env: str | None = None,
         **changes: Any,
     ) -> None:
-        """`env_url`: without --base-url, the base URL of the SDK's own variable (OPENAI_BASE_URL), read and checked
-        by `from_config` (base.py env_base_url) so that its query goes apart as --base-url's does; None: the SDK's
-        default."""
+        """`env_url`: without --base-url, the base URL of the SDK's own variable (`url_env`: OPENAI_BASE_URL), read
+        and checked by `from_config` (base.py env_base_url) so that its query goes apart as --base-url's does; None:
+        the SDK's default."""
         self.api, self.decoding = sections(api, decoding, base_urls, changes)
         self.model = model
+        # Where the URL came from, for an error that asks whether it is right: the user's flag, or the variable
+        # that the SDK would have read without it (set in a shell profile and forgotten).
+        self.url_origin = "--base-url" if self.api.base_urls else f"${url_env}" if url_env else "the base URL"
         self.chat = self.decoding.chat is not False
         self.stop = list(self.decoding.stop)
         self.max_tokens = self.decoding.max_tokens
@@ -100,7 +104,7 @@ class HTTPBackend(RemoteBackend):
         assert line.thinking == cls.thinking_rule, f"{cls.name}: its line's thinking is not its thinking_rule"
         key = api_key(line.key_env, cls.name, config.api.base_urls)
         url = None if config.api.base_urls else env_base_url(line.url_env)
-        return cls(config.model, key, api=config.api, decoding=decoding(config), env_url=url)
+        return cls(config.model, key, api=config.api, decoding=decoding(config), env_url=url, url_env=line.url_env)
 
     def setup(self) -> None:
         """The provider's own settings from `api` and `decoding`, and its refusals (e.g. --no-chat)."""
