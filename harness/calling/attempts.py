@@ -43,7 +43,7 @@ class Reachability:
             self.since = now
         if now - self.since >= self.wait:
             raise PermanentError(
-                f"no server answered at {e.url} within {self.wait:g}s ({e}): is it running, and is --base-url "
+                f"no server answered at {e.url} within {self.wait:g}s ({e}): is it running, and is {e.named_by} "
                 "right? (--wait-for-server SECONDS waits longer for a server that is still starting)",
                 fatal=True,
             ) from None

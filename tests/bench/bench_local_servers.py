@@ -137,8 +137,8 @@ def compare(
     runs: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     # A run first that counts for nothing (--warmup requests): llama.cpp's server keeps the prompts it has seen (its
     # prompt cache) and computes only what a later prompt does not share with one of them, so a fresh server
-    # answers the benchmark's prompts slower until it has seen their 77 orders of the sentences; the first runs
-    # measured would be slower than every later one whatever their settings (docs/benchmarks.md).
+    # answers the benchmark's prompts slower at first. When it speeds up is its own: once after 1,000 requests
+    # warmed nothing yet (docs/benchmarks.md), so the runs' lines on stderr show which repeats to trust.
     if warmup:
         warm = fixed(url, model, warmup, max(levels), f"{name} warm-up")
         print(f"{name} warm-up, {warmup} (not counted): {warm['rate']:.2f} answers/s", file=sys.stderr, flush=True)

@@ -341,6 +341,26 @@ def test_unreachable_server_says_what_it_waits_for_then_stops_in_one_line_with_n
     assert not (tmp_path / "r").exists()
 
 
+def test_an_unreachable_server_from_openai_base_url_asks_about_the_variable_not_the_flag(
+    csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], server_polls: list[float],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """No --base-url: the dead server's address came from $OPENAI_BASE_URL (a shell profile's, forgotten), so the
+    one line asks about that variable, not about a flag the user never gave."""
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    monkeypatch.setenv("OPENAI_API_KEY", "EMPTY")
+    argv = [
+        "--backend", "openai", "--model", "m", "--data-dir", str(csts_dir), "--results-dir", str(tmp_path),
+        "--run-id", "r", "--no-progress", "--wait-for-server", "0",
+    ]  # fmt: skip
+    assert main(argv) == 2
+    (error,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert f"no server answered at {url}/ within 0s" in error
+    assert "is it running, and is $OPENAI_BASE_URL right?" in error and "--base-url" not in error
+    assert not (tmp_path / "r").exists()
+
+
 def test_an_unreachable_servers_line_shows_where_without_its_credentials(
     csts_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], server_polls: list[float]
 ) -> None:

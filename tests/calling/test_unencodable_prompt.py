@@ -68,7 +68,7 @@ def test_a_rewritten_condition_with_a_lone_surrogate_marks_its_row_and_the_rest_
         code = main(["reannotate", "--backend", "openai", "--model", "annotator", "--base-url", server.openai_url,
                      "--data-dir", str(csts_dir), "--results-dir", str(tmp_path / "results"), "--no-progress",
                      "--limit", "3", "--rewrite-conditions", "--out", str(out),
-                         "--concurrency", "1"])  # fmt: skip  # the rewrites are answered in the rows' order
+                     "--concurrency", "1"])  # fmt: skip  # one at a time: the rewrites are answered in the rows' order
         rating_prompts = [c.prompt for c in server.calls if not c.prompt.startswith("This is a Conditional STS task:")]
     captured = capsys.readouterr()
     assert code == 0, captured.err

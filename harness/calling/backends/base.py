@@ -137,11 +137,12 @@ class Unreachable(RetryableError):
     """No connection to the server at `url` (refused, unreachable, no connection in time): retried, but while no
     request was ever answered only for --wait-for-server seconds (harness/calling/attempts.py)."""
 
-    def __init__(self, message: str, url: str) -> None:
+    def __init__(self, message: str, url: str, named_by: str = "--base-url") -> None:
         super().__init__(message)
         # Where, for the one line the user reads: never a `?api-key=` query or a user:password@ (they are secrets)
         parts = urllib.parse.urlsplit(url)
         self.url = urllib.parse.urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+        self.named_by = named_by  # what gave that URL (transport.py Link.named_by), for the line's question
 
 
 class MalformedReply(RetryableError):

@@ -149,8 +149,8 @@ class OpenAIBackend(HTTPBackend):
                 fatal=True,
             )
         return PermanentError(
-            f"HTTP 404 from {e.url}: is {self.url_origin} right? (an OpenAI-compatible server's usually ends in /v1) "
-            f"({message})",
+            f"HTTP 404 from {e.url}: is {route.link.named_by} right? (an OpenAI-compatible server's usually ends in "
+            f"/v1) ({message})",
             fatal=True,
         )
 

@@ -73,9 +73,6 @@ class HTTPBackend(RemoteBackend):
         the SDK's default."""
         self.api, self.decoding = sections(api, decoding, base_urls, changes)
         self.model = model
-        # Where the URL came from, for an error that asks whether it is right: the user's flag, or the variable
-        # that the SDK would have read without it (set in a shell profile and forgotten).
-        self.url_origin = "--base-url" if self.api.base_urls else f"${url_env}" if url_env else "the base URL"
         self.chat = self.decoding.chat is not False
         self.stop = list(self.decoding.stop)
         self.max_tokens = self.decoding.max_tokens
@@ -91,6 +88,9 @@ class HTTPBackend(RemoteBackend):
                 lambda url, http: self.client(api_key, url, http),
                 self.api.max_reply_mb,
             )
+        if not self.api.base_urls and env_url and url_env:  # an error that asks whether the URL is right names the
+            for route in self.routes:  # variable that gave it, not the flag the user never gave (transport.py Link)
+                route.link.named_by = f"${url_env}"
         self.clients = [r.client for r in self.routes]
         self.base_urls = [r.link.base_url for r in self.routes]
         self.pool = ClientPool(self.routes)

@@ -178,6 +178,9 @@ class Link:
         # aiohttp times only the connection there, not the whole request a second time.
         self.attempt_timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect)
         self.answered = False  # any HTTP reply at all, error statuses included
+        # What gave this URL, for an error that asks whether it is right: the user's flag, or the SDK's variable
+        # ($OPENAI_BASE_URL, set in a shell profile and forgotten) that the backend read without it.
+        self.named_by = "--base-url"
         self._session: aiohttp.ClientSession | None = None
         self._proxy: yarl.URL | None = None
         self._proxy_headers: dict[str, str] | None = None
@@ -235,7 +238,7 @@ class Link:
                 response.release()
                 url = target
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
-            raise connection_error(e, self.base_url, self.answered) from None
+            raise connection_error(e, self.base_url, self.answered, self.named_by) from None
         self.answered = True
         return response
 
@@ -262,7 +265,9 @@ class Link:
             self._session = None
 
 
-def connection_error(e: BaseException, url: str, answered: bool) -> RetryableError | PermanentError:
+def connection_error(
+    e: BaseException, url: str, answered: bool, named_by: str = "--base-url"
+) -> RetryableError | PermanentError:
     """An aiohttp failure under our policy. Permanent (the run stops at once, saying how to fix it): a
     certificate the trust store does not know, a host name that does not resolve (while the server never
     answered), a proxy that wants credentials. Unreachable (retried for --wait-for-server while no request was
@@ -274,10 +279,10 @@ def connection_error(e: BaseException, url: str, answered: bool) -> RetryableErr
                 f"the TLS certificate of {host} is not trusted ({e.certificate_error}): {CERT_FIX}", fatal=True
             )
         case aiohttp.ClientConnectorSSLError() if "WRONG_VERSION_NUMBER" in str(e):
-            return PermanentError(f"{host} does not speak TLS: use http:// in --base-url ({e})", fatal=True)
+            return PermanentError(f"{host} does not speak TLS: use http:// in {named_by} ({e})", fatal=True)
         case aiohttp.ClientConnectorDNSError() if not answered and _no_such_name(e.os_error):
             return PermanentError(
-                f"cannot resolve the host name {host!r} ({e.os_error.strerror}): check --base-url; {PROXY_FIX}",
+                f"cannot resolve the host name {host!r} ({e.os_error.strerror}): check {named_by}; {PROXY_FIX}",
                 fatal=True,
             )
         case aiohttp.ClientHttpProxyError() if e.status == 407:
@@ -287,11 +292,11 @@ def connection_error(e: BaseException, url: str, answered: bool) -> RetryableErr
                 fatal=True,
             )
         case aiohttp.ClientProxyConnectionError():
-            return Unreachable(f"cannot reach the proxy for {host}: {e.os_error}", url)
+            return Unreachable(f"cannot reach the proxy for {host}: {e.os_error}", url, named_by)
         case aiohttp.ClientConnectorError():
-            return Unreachable(f"connection error: {_why(e.os_error)}", url)
+            return Unreachable(f"connection error: {_why(e.os_error)}", url, named_by)
         case aiohttp.ConnectionTimeoutError():
-            return Unreachable(f"connection error: no connection to {host} within {CONNECT_TIMEOUT:g}s", url)
+            return Unreachable(f"connection error: no connection to {host} within {CONNECT_TIMEOUT:g}s", url, named_by)
         case aiohttp.ClientPayloadError():
             return RetryableError(f"connection error: the reply was cut off ({e})")
         case TimeoutError():
