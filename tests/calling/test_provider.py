@@ -32,6 +32,19 @@ def test_requests_go_to_base_url_else_the_variables_url_else_the_providers_own()
     assert "gw-0123456789" in variable.secrets and KEY in variable.secrets  # redacted wherever they come back
 
 
+def test_a_url_from_the_sdks_variable_is_named_by_that_variable_in_errors_and_any_other_by_base_url() -> None:
+    """What an error that asks whether the URL is right names (transport.py Link.named_by): the variable only where
+    its URL is the one used; --base-url where the user gave one, or where no variable is named (the SDK's default)."""
+    env = "http://127.0.0.1:9/toy"
+    cases = [
+        (ToyHTTPBackend("m", KEY, env_url=env, url_env="TOY_URL"), "$TOY_URL"),
+        (ToyHTTPBackend("m", KEY, ["http://127.0.0.1:8/toy"], env_url=env, url_env="TOY_URL"), "--base-url"),
+        (ToyHTTPBackend("m", KEY, url_env="TOY_URL"), "--base-url"),
+        (ToyHTTPBackend("m", KEY, env_url=env), "--base-url"),
+    ]
+    assert [[r.link.named_by for r in b.routes] for b, _ in cases] == [[named] for _, named in cases]
+
+
 def test_the_sdks_variable_is_read_only_without_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
     line = dataclasses.replace(TOY, url_env="TOY_HTTP_URL")
     monkeypatch.setenv("TOY_HTTP_KEY", KEY)
