@@ -139,7 +139,7 @@ def busy(log: Path | None, since: int, wall: float) -> float | None:
     """How many of the server's slots were busy on average over a run, from llama.cpp's own log: the compute time of
     each request it finished (its `print_timing` total) since byte `since`, summed, over the run's wall time. This
     is what the window has to keep up (all S busy: nothing more to gain), and unlike answers a second it does not
-    move with the server's own speed, which changes by up to a tenth between two runs of one level. None: no log."""
+    move with the server's own speed, which changed by up to 40 % between runs of one level. None: no log."""
     if log is None:
         return None
     time.sleep(0.2)  # the server writes a request's timing just after its answer

@@ -255,7 +255,7 @@ class Link:
         try:
             return response.status, response.headers, await read_capped(response, self.max_reply_bytes)
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
-            raise connection_error(e, self.base_url, True) from None
+            raise connection_error(e, self.base_url, True, self.named_by) from None
         finally:
             response.release()
 
@@ -265,9 +265,7 @@ class Link:
             self._session = None
 
 
-def connection_error(
-    e: BaseException, url: str, answered: bool, named_by: str = "--base-url"
-) -> RetryableError | PermanentError:
+def connection_error(e: BaseException, url: str, answered: bool, named_by: str) -> RetryableError | PermanentError:
     """An aiohttp failure under our policy. Permanent (the run stops at once, saying how to fix it): a
     certificate the trust store does not know, a host name that does not resolve (while the server never
     answered), a proxy that wants credentials. Unreachable (retried for --wait-for-server while no request was
@@ -334,9 +332,7 @@ class SDKTransport(httpx2.AsyncBaseTransport):
         response = await self.link.open(request.method, url, headers, body or None, timeout)
         # aiohttp decoded the body: its encoding and length headers no longer describe what the SDK reads.
         kept = [(k, v) for k, v in response.headers.items() if k.lower() not in ("content-encoding", "content-length")]
-        return httpx2.Response(
-            response.status, headers=kept, stream=_Body(response, self.link.base_url), request=request
-        )
+        return httpx2.Response(response.status, headers=kept, stream=_Body(response, self.link), request=request)
 
     async def aclose(self) -> None:
         """The Link is closed by its owner (the backend's Route), not by the SDK client."""
@@ -345,15 +341,15 @@ class SDKTransport(httpx2.AsyncBaseTransport):
 class _Body(httpx2.AsyncByteStream):
     """A reply's body as the SDK reads it, streamed (a batch's result file is read, and cached, as it arrives)."""
 
-    def __init__(self, response: aiohttp.ClientResponse, url: str) -> None:
-        self.response, self.url = response, url
+    def __init__(self, response: aiohttp.ClientResponse, link: Link) -> None:
+        self.response, self.link = response, link
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
             async for chunk in self.response.content.iter_chunked(65536):
                 yield chunk
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
-            raise connection_error(e, self.url, True) from None
+            raise connection_error(e, self.link.base_url, True, self.link.named_by) from None
 
     async def aclose(self) -> None:
         self.response.release()
