@@ -113,7 +113,7 @@ def _folder_with_its_own_code(tmp_path: Path) -> Path:
     folder = tmp_path / "own-code"
     shutil.copytree(_model_dir(), folder)
     (folder / "shifted.py").write_text(
-        "from sentence_transformers.models import Transformer\n\n\n"
+        "from sentence_transformers.sentence_transformer.modules import Transformer\n\n\n"
         "class Shifted(Transformer):\n"
         "    def forward(self, features, **kwargs):\n"
         "        out = super().forward(features, **kwargs)\n"
