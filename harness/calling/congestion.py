@@ -29,6 +29,14 @@ start does (BBR's startup: grow while the delivery rate still grows), and where 
 most in flight that still paid (`knee`), never more than the pace answers within TIMEOUT_SHARE of --timeout. A
 server whose rate is flat past its slots (llama.cpp's, our fake server) never pays past them, so it is held as
 before; an API that does not queue never reaches this test (no answer is late), and 429s are limiter.py's.
+
+The two sizes compared must have been seen at about the same time (the last FRESH rounds): a server's speed drifts
+under a run, and the window is cut when answers come late, so the smaller sizes are seen in the slower spells.
+Compared across the run, a larger window seen later (or in a faster spell) read as paying, and the knee took a
+four-slot server's window to 36-60 in flight (until 2026-11-29: tests/calling/test_dispatch_slots.py). Where no
+size at half the window was seen lately there is no verdict, and the queue rule holds, as it did before the knee was
+added: a batching server whose doubling read as not paying (noise) stays where answers take QUEUE_K fastest ones
+(docs/benchmarks.md has how often).
 """
 
 from __future__ import annotations
@@ -49,8 +57,11 @@ GAIN = 0.05  # a window twice as large is worth its latency while it brings at l
 # with latency a + b x load (a batching server), doubling gains a / (a + b load), so growing until the gain falls
 # under 5 % stops at 95 % of the most the server can give, whatever a and b are
 STEPS = 4  # sizes of window told apart per doubling (a quarter of an octave: 16, 19, 23, 27, 32 ...)
-SPAN = 32  # rounds kept for each size: a few round trips' worth, so that the rate at a window not seen for a while
-# (half the one now, a first wave's) is still there to compare with
+SPAN = 32  # rounds kept for each size (a bound on memory: FRESH decides which of them are compared)
+FRESH = 3  # two sizes are compared on the rounds of the last this many rounds of the larger (as many answers as it
+# holds, each): slow start doubles the window a round, so half of it was seen a round ago; rounds older than that
+# are another speed of the server. More let scatter read as paying; fewer let a batching server's knee lapse too
+# soon (docs/benchmarks.md, "the knee's rounds of one time", has both).
 FEW = 8  # rounds a size needs before its rate is compared: one or two are a first wave's order, not a pace
 
 
@@ -68,7 +79,7 @@ class QueueWatch:
         # window) cannot tell apart: when the last answers came (a round's worth) and how many were out as each
         # came; and by size (STEPS per doubling), the delivered rates of the last SPAN rounds with that many out.
         self.came: deque[tuple[float, int]] = deque(maxlen=RECENT)
-        self.by_size: dict[int, deque[float]] = {}
+        self.by_size: dict[int, deque[tuple[int, float]]] = {}  # (answers when the round ended, its rate)
         self.gaining = False  # the last answer queued, but a larger window still brings more answers a second
 
     @property
@@ -142,24 +153,26 @@ class QueueWatch:
             if end > start and len(round_) >= FEW:
                 in_flight = sum(round_) / len(round_)
                 size = round(STEPS * math.log2(in_flight))
-                self.by_size.setdefault(size, deque(maxlen=SPAN)).append(len(round_) / (end - start))
+                self.by_size.setdefault(size, deque(maxlen=SPAN)).append((self.answers, len(round_) / (end - start)))
         came.append((now, out))
 
-    def pace(self, out: float) -> float | None:
+    def pace(self, out: float, since: int = -1) -> float | None:
         """Answers a second delivered with about `out` in flight (its size and the two beside it: within a fifth):
-        the median of those rounds, once there are FEW; None before."""
+        the median of those rounds (ended after `since` answers), once there are FEW; None before."""
         size = round(STEPS * math.log2(max(1.0, out)))
-        seen = sorted(rate for near in (size - 1, size, size + 1) for rate in self.by_size.get(near, ()))
+        seen = sorted(r for near in (size - 1, size, size + 1) for at, r in self.by_size.get(near, ()) if at > since)
         return seen[len(seen) // 2] if len(seen) >= FEW else None
 
     def pays(self, out: float) -> bool | None:
-        """Whether `out` in flight brought GAIN more answers a second than half as many did; None: not both seen."""
-        here, half = self.pace(out), self.pace(out / 2)
+        """Whether `out` in flight brought GAIN more answers a second than half as many did, in the rounds of the
+        last FRESH rounds' time; None: not both seen in that time."""
+        since = self.answers - FRESH * max(FEW, round(out))
+        here, half = self.pace(out, since), self.pace(out / 2, since)
         return None if here is None or half is None else here >= (1.0 + GAIN) * half
 
     def knee(self) -> float:
-        """The most in flight that still paid: the largest size seen that brought GAIN more answers a second than
-        half of it did (1 where no doubling paid: a server whose rate is flat past its slots)."""
+        """The most in flight that still paid: the largest size seen lately that brought GAIN more answers a second
+        than half of it did in the same time (1 where no doubling paid: a server whose rate is flat past its slots)."""
         paid = [size for size in self.by_size if self.pays(2 ** (size / STEPS))]
         return 2 ** (max(paid) / STEPS) if paid else 1.0
 

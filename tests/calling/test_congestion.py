@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.calling.congestion import FEW, GAIN, QueueWatch
+from harness.calling.congestion import FEW, FRESH, GAIN, QueueWatch
 
 
 def steady(watch: QueueWatch, out: int, rate: float, answers: int, start: float, together: int = 1) -> float:
@@ -40,6 +40,19 @@ def test_a_window_never_seen_at_half_its_size_is_not_known_to_pay() -> None:
     watch = QueueWatch(timeout=120.0)
     steady(watch, 16, 10.0, 4 * FEW, 0.0)
     assert watch.pace(16) == pytest.approx(10.0) and watch.pace(8) is None
+    assert watch.pays(16) is None and watch.knee() == 1.0
+
+
+def test_rounds_at_half_the_window_from_another_time_are_not_compared() -> None:
+    """16 in flight brought a fifth more answers a second than 8 did just before: it pays. Held at 16 for FRESH of
+    its rounds more, the rounds at 8 are of another time (a server whose speed drifts reads as a window that pays):
+    no verdict, and no knee."""
+    watch = QueueWatch(timeout=120.0)
+    now = steady(watch, 8, 10.0, 4 * FEW, 0.0)
+    now = steady(watch, 16, 12.0, 3 * FEW, now)
+    assert watch.pays(16) is True and watch.knee() == pytest.approx(16.0)
+    steady(watch, 16, 12.0, FRESH * 16, now)
+    assert watch.pace(16) == pytest.approx(12.0) and watch.pace(8) == pytest.approx(10.0)  # still kept
     assert watch.pays(16) is None and watch.knee() == 1.0
 
 
