@@ -61,6 +61,8 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=40)
     p.add_argument("--n", type=int, default=600, help="requests a run, flat server")
     a = p.parse_args()
+    if a.seeds < 1 or a.n < 2:
+        p.error("--seeds must be at least 1 and --n at least 2")
     bound = 3 * QUEUE_K * 4
     print(f"Flat server, 4 slots x 2.5 s, {a.n} requests, seeds 0-{a.seeds - 1}; bound {bound:g} in flight\n")
     print(

@@ -80,6 +80,7 @@ MODULES: dict[str, list[str]] = {
     "harness/config/checks.py": ["tests/config/test_validate.py", "tests/cli/test_precedence.py"],
     "harness/calling/limits.py": ["tests/calling/test_limits.py", "tests/calling/test_limiter_pacing.py"],
     "harness/calling/redaction.py": ["tests/calling/test_redaction.py"],
+    "harness/calling/congestion.py": ["tests/calling/test_congestion.py", "tests/calling/test_dispatch_slots.py"],
     "harness/scoring/vectors.py": ["tests/scoring/test_vectors.py"],
     "harness/cli/reannotate.py": [
         "tests/variants/test_reannotate_run.py",
