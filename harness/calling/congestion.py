@@ -81,6 +81,7 @@ class QueueWatch:
         self.came: deque[tuple[float, int]] = deque(maxlen=RECENT)
         self.by_size: dict[int, deque[tuple[int, float]]] = {}  # (answers when the round ended, its rate)
         self.gaining = False  # the last answer queued, but a larger window still brings more answers a second
+        self.held = False  # an answer queued (a hold was said): a server that queues, not an API
 
     @property
     def rate(self) -> float | None:
@@ -119,6 +120,10 @@ class QueueWatch:
         self.first_sent, self.last_answer = min(self.first_sent, now - latency), max(self.last_answer, now)
         target = self.target()
         if latency <= target:
+            # Within the target, but where a larger window paid lately (the knee: a batching server, once it has
+            # queued), grow to it as slow start does: one slot an answer would take the window there only after the
+            # rounds that showed it paying have lapsed (FRESH), and the queue rule would then hold it short of it.
+            self.gaining = self.held and self.knee() > out
             return None
         # Latency grows with the window; that is congestion only where answers a second do not grow with it too. A
         # server that batches all it holds (vLLM) answers more a second the more it holds, each answer later: while
@@ -137,7 +142,10 @@ class QueueWatch:
         # or to the most in flight that still paid (a batching server's knee: fewer lose answers a second, more
         # only add latency), never more than the pace answers within the timeout's share.
         hold = max(held, min(knee, rate * limit))
-        return max(1.0, hold) if hold < load else None
+        if hold >= load:
+            return None
+        self.held = True
+        return max(1.0, hold)
 
     def _delivered(self, now: float, out: int) -> None:
         """The answers a second over the last round (as many answers as were out, at least FEW), by the number in

@@ -221,9 +221,24 @@ class Limiter:
     ) -> None:  # fmt: skip
         """The request that left at `sent`, with `load` requests in flight (itself included; 0: unknown), came
         back: answered (`ok`), answered 429 (`limited`), abandoned at --timeout (`timed_out`: congestion, as a
-        429 is), or none of these (a server error: no news about the rate limit, so the window stays)."""
+        429 is), or none of these (a server error: no news about the rate limit, so the window stays). The slot is
+        freed and the next request woken whatever the news does: a bug of ours that raised in between (say in
+        congestion.py) would otherwise leave every worker waiting for a slot, and the run would hang unfinished."""
         now = self.clock()
         self.out -= 1
+        later = False
+        try:
+            later = self._news(now, sent, ok, limited, retry_after, limits, timed_out, load)
+        finally:
+            if not later:
+                self.in_flight -= 1
+                self._wake()
+
+    def _news(
+        self, now: float, sent: float, ok: bool, limited: bool, retry_after: float | None, limits: RateLimit | None,
+        timed_out: bool, load: int,
+    ) -> bool:  # fmt: skip
+        """What a reply says of the window and the pace (`release`); True where the slot is freed later (a 429's)."""
         if limits is not None:
             # Headers no rule foresaw are no news; either way the slot below is freed (a leaked one hangs a run).
             with contextlib.suppress(ArithmeticError, ValueError, TypeError):
@@ -247,11 +262,8 @@ class Limiter:
             if hold > 0:
                 with contextlib.suppress(RuntimeError):  # no event loop (a caller outside dispatch): free it now
                     asyncio.get_running_loop().call_later(hold, self.cancel)
-                    return
-            self.in_flight -= 1
-            self._wake()
-            return
-        self.in_flight -= 1
+                    return True
+            return False
         if timed_out:
             self.timed_out += 1
             # Cut once per round trip, as for 429s, and at least to what the server's pace answers in time.
@@ -279,7 +291,7 @@ class Limiter:
                     step = 1.0  # slot an answer, twice the window a round trip, as slow start (and BBR's startup)
                 self.window = top if self.slow else min(top, self.window + step)
                 self.slow = self.slow and self.window < self.ceiling
-        self._wake()
+        return False
 
     def _cut_probe(self, now: float) -> None:
         """A 429 to a request sent since the last cut: the rate is cut to PROBE_CUT of what was being sent (the

@@ -66,3 +66,29 @@ def test_a_queue_past_the_slots_is_held_and_a_batch_that_still_pays_is_not() -> 
         now = steady(watch, 16, 10.0 * rise, 4 * FEW, now)
         verdict = watch.answered(16, 3.0, now + 0.1, 16)
         assert (verdict is not None) is held and watch.gaining is not held, (rise, verdict)
+
+
+def test_within_the_target_the_window_grows_to_a_knee_only_on_a_server_that_queued() -> None:
+    """16 in flight brought a fifth more than 8, and an answer now comes within the target with 8 out: on a server
+    whose answers have queued (a hold was said), that is a batching server below its knee, and the window grows to
+    it as slow start does (`gaining`); before, one slot a round let the rounds that showed the knee lapse, and the
+    queue rule then held the window short of it (vLLM's server, 2026-11-30: 37 in flight where 64 paid). An API
+    whose answers never queued is not touched (its window is the 429s'); nor is a window at its knee already."""
+    for queued, out, gaining in ((True, 8, True), (False, 8, False), (True, 16, False)):
+        watch = QueueWatch(timeout=120.0)
+        watch.answered(1, 0.5, 0.5, 1)  # the fastest answer: the target is QUEUE_K x 0.5 s
+        now = steady(watch, 8, 10.0, 4 * FEW, 1.0)
+        now = steady(watch, 16, 12.0, 3 * FEW, now)
+        watch.held = queued
+        assert watch.knee() == pytest.approx(16.0)
+        assert watch.answered(out, 1.0, now + 0.1, out) is None  # within the target (1.5 s): no hold either way
+        assert watch.gaining is gaining, (queued, out)
+
+
+def test_a_hold_marks_the_server_as_one_that_queues() -> None:
+    watch = QueueWatch(timeout=120.0)
+    watch.answered(1, 0.5, 0.5, 1)
+    now = steady(watch, 8, 10.0, 4 * FEW, 1.0)
+    assert not watch.held
+    assert watch.answered(8, 3.0, now + 0.1, 8) is None and not watch.held  # late, but 8 is within the pace's
+    assert watch.answered(32, 3.0, now + 0.2, 32) == pytest.approx(15.0) and watch.held  # 10/s x 1.5 s: held

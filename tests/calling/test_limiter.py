@@ -238,3 +238,30 @@ def test_the_window_bounds_requests_in_flight() -> None:
         return peak
 
     assert asyncio.run(scenario()) == 3
+
+
+def test_a_slot_is_freed_and_the_next_request_woken_even_when_the_news_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug of ours in reading an answer (here congestion.py raising) is an error, not a run that hangs: before,
+    the slot was counted free but the waiting worker was never woken."""
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise AttributeError("a bug of ours")
+
+    async def scenario() -> tuple[int, list[str]]:
+        lim = Limiter(1)
+        monkeypatch.setattr(lim.queue, "answered", broken)
+        sent = await lim.acquire()
+        woken: list[str] = []
+
+        async def second() -> None:
+            await lim.acquire()
+            woken.append("second")
+
+        task = asyncio.create_task(second())
+        await asyncio.sleep(0)
+        with pytest.raises(AttributeError, match="a bug of ours"):
+            lim.release(sent, ok=True, load=1)
+        await asyncio.wait_for(task, 1.0)
+        return lim.in_flight, woken
+
+    assert asyncio.run(scenario()) == (1, ["second"])

@@ -234,3 +234,51 @@ def test_a_name_that_does_not_exist_is_permanent_a_busy_resolver_is_not(
         assert "HTTPS_PROXY" in str(err.value)
     else:
         assert isinstance(err.value, Unreachable)
+
+
+def test_an_idle_connection_is_not_kept_as_long_as_uvicorn_keeps_it() -> None:
+    """uvicorn (vLLM's server, transformers serve) closes a connection idle for its `timeout_keep_alive`; a client that
+    keeps it longer reuses some just as they close, and those requests fail and are sent again (aiohttp's default of
+    15 s did, against vLLM's server). Against real uvicorn at its defaults: a request after an idle spell shorter
+    than uvicorn's but longer than ours goes on a new connection (the server sees another client port)."""
+    uvicorn = pytest.importorskip("uvicorn")
+    from harness.calling.backends.transport import KEEPALIVE, Link
+
+    assert uvicorn.Config(app=None).timeout_keep_alive > KEEPALIVE  # its default, read from uvicorn itself
+    ports: list[int] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await receive()
+        ports.append(scope["client"][1])
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            threading.Event().wait(0.01)
+
+        async def two(idle: float) -> None:
+            link = Link(f"http://127.0.0.1:{port}/v1")
+            try:
+                for _ in range(2):
+                    response = await link.open("POST", f"http://127.0.0.1:{port}/v1/x", {}, b"{}")
+                    await response.read()
+                    response.release()
+                    await asyncio.sleep(idle)
+            finally:
+                await link.session.close()
+
+        asyncio.run(two(0.2))  # a short idle: the connection is reused
+        asyncio.run(two(KEEPALIVE + 0.4))  # longer than ours, shorter than uvicorn's: a new one
+    finally:
+        server.should_exit = True
+        thread.join(5)
+    assert ports[0] == ports[1] and ports[2] != ports[3], ports

@@ -73,6 +73,10 @@ from harness.config.settings import ApiOptions
 CONNECT_TIMEOUT = 10.0  # seconds for one connection attempt (DNS, TCP through happy eyeballs, TLS)
 MAX_REPLY_MB = ApiOptions.max_reply_mb  # the most MB of one reply body read, decompressed (read_capped)
 HAPPY_EYEBALLS_DELAY = 0.25  # RFC 8305's recommended "connection attempt delay"
+KEEPALIVE = 4.0  # seconds an idle connection is kept for reuse: under the 5 s after which uvicorn (vLLM's server,
+# transformers serve, any FastAPI one) and cpp-httplib (llama.cpp's server) close it. With aiohttp's own 15 s, a
+# request sent on a connection the server was closing that moment failed (ServerDisconnectedError) and was sent
+# again: what a window held below its connections leaves idle for 5 s (tests/calling/test_transport.py)
 MAX_REDIRECTS = 5  # 307/308 hops on the same host before the last reply is taken as it is
 CHUNK = 65536
 # Set by the sending library for every request: a captured value would be wrong (length), redundant, or (encoding)
@@ -204,6 +208,7 @@ class Link:
                     ttl_dns_cache=300,
                     ssl=ssl_context() if https else True,
                     happy_eyeballs_delay=HAPPY_EYEBALLS_DELAY,
+                    keepalive_timeout=KEEPALIVE,
                 ),
                 timeout=self.timeout,
                 cookie_jar=aiohttp.DummyCookieJar(),  # an API sets no cookie we need
