@@ -25,6 +25,7 @@ from harness.calling.backends.transport import ssl_context
 from harness.cli.main import main
 from harness.types import Completion, Request
 from tests.fake_server import FakeServer
+from tests.servers.transformers_serve import free_port
 
 HOST = "api.example.invalid"  # RFC 6761: never resolves; reached only through the test proxy
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR")
@@ -255,24 +256,26 @@ def test_an_idle_connection_is_not_kept_as_long_as_uvicorn_keeps_it() -> None:
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": b"{}"})
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
-        while not server.started:
+        for _ in range(500):  # up to 5 s to start
+            if server.started:
+                break
             threading.Event().wait(0.01)
+        assert server.started, "uvicorn did not start"
 
-        async def two(idle: float) -> None:
+        async def two(idle: float) -> None:  # two requests, `idle` seconds apart
             link = Link(f"http://127.0.0.1:{port}/v1")
             try:
-                for _ in range(2):
+                for i in range(2):
+                    if i:
+                        await asyncio.sleep(idle)
                     response = await link.open("POST", f"http://127.0.0.1:{port}/v1/x", {}, b"{}")
                     await response.read()
                     response.release()
-                    await asyncio.sleep(idle)
             finally:
                 await link.session.close()
 
