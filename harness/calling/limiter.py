@@ -8,10 +8,10 @@ up (AIMD, as TCP does), so a run settles just under a rate limit it was never to
 queues (a local one: llama.cpp, vLLM, Ollama), answers whose latency grows with the load hold the window to what
 the server serves at once (harness/calling/congestion.py), or the server says so itself (`serves`: llama.cpp's
 /props), so that no request waits long enough to time out (issue 42); against one that batches all it holds (vLLM),
-the window grows on, twice as large a round trip, while a larger window still brings more answers a second, within
-a quarter of --timeout. A cut happens at most once per
-round trip, and only for a 429 to a request sent after the last cut: a burst of 429s to requests that were
-already out is one piece of news, not many. A 429's retry-after pauses new requests for that long (the
+a window twice the hold is tried now and then (held exactly where congestion.py `fixed` says, until its answers a
+second are read) and kept where it brings more answers a second, within a quarter of --timeout. A cut happens at
+most once per round trip, and only for a 429 to a request sent after the last cut: a burst of 429s to requests that
+were already out is one piece of news, not many. A 429's retry-after pauses new requests for that long (the
 request itself waits it out in dispatch's retry policy, holding no slot).
 
 Where the provider's headers show its limits draining (x-ratelimit-{limit,remaining,reset}-{requests,tokens},
@@ -96,7 +96,7 @@ class Limiter:
         self.ceiling = max(1, ceiling)
         self.window, self.lowest = float(min(self.ceiling, INITIAL_WINDOW)), float(self.ceiling)
         self.slow = self.window < self.ceiling  # slow start: one more per answer until the ceiling or congestion
-        self.queue = QueueWatch(timeout)
+        self.queue = QueueWatch(timeout, self.ceiling)
         self.timed_out = self.queued = self.answers = 0  # answers: all the answers seen
         self.server_slots: int | None = None
         self.in_flight = 0  # slots taken: requests out, and those handed a slot that wait at the turnstile
@@ -199,6 +199,7 @@ class Limiter:
         quarter more in flight, from the first request (no slow start needed: the capacity is known)."""
         self.server_slots = slots
         self.ceiling = max(1, min(self.ceiling, slots + math.ceil(QUEUED_SHARE * slots)))
+        self.queue.ceiling = self.ceiling
         self.window, self.slow = float(self.ceiling), False
         self.lowest = min(self.lowest, self.window)
 
@@ -249,6 +250,7 @@ class Limiter:
         if limited:
             self.rate_limited += 1
             self.refused += 1
+            self.queue.interrupt()
             if not self.fixed_rpm and sent > self.probe_cut:  # news: sent after the last cut
                 self._cut_probe(now)
             if sent >= self.last_cut and now - self.last_cut >= self.rtt:
@@ -277,7 +279,11 @@ class Limiter:
             if self.probe is not None:
                 self._grow_probe(self.probe, now)
             held = self.queue.answered(load, now - sent, now, self.out + 1) if load else None
-            if held is not None and held < self.window:  # this answer queued: in flight to the server's pace
+            fixed = self.queue.fixed()
+            if fixed is not None:  # a try (congestion.py): the window held where its rate is read, nothing else
+                self.window, self.slow = max(1.0, min(float(self.ceiling), fixed)), False
+                self.lowest = min(self.lowest, self.window)
+            elif held is not None and held < self.window:  # this answer queued: in flight to the server's pace
                 self.queued += 1
                 self._congested(held)
             elif self.window < self.ceiling:
@@ -287,8 +293,11 @@ class Limiter:
                 # trip, no faster than one per GROW_PERIOD (a fast server: no overshoots).
                 top = min(float(self.ceiling), max(self.window, self.queue.safe()))
                 step = min(1.0, self.rtt / GROW_PERIOD) / self.window
-                if self.queue.gaining:  # answers a second still grow with the window (a batching server): one more
-                    step = 1.0  # slot an answer, twice the window a round trip, as slow start (and BBR's startup)
+                # Towards a window that paid or is tried (congestion.py `knee`: a batching server): there at once, as
+                # slow start goes to `top`; only while requests wait for a slot: a run's last answers, with nothing
+                # more to send, would grow it for nothing (RFC 7661: not while application-limited).
+                if self.queue.gaining and self._waiters:
+                    step = max(step, self.queue.knee() - self.window)
                 self.window = top if self.slow else min(top, self.window + step)
                 self.slow = self.slow and self.window < self.ceiling
         return False

@@ -1,7 +1,7 @@
 """Benchmark (issue 42): the watched window against servers whose speed scatters or drifts, over many seeds, on the
 virtual clock (tests/virtual_clock.py: exact and the same on any machine, so no repeats or quiet machine needed).
 
-    python tests/bench/bench_window_seeds.py [--seeds 40] [--n 600]
+    python tests/bench/bench_window_seeds.py [--seeds 40] [--n 600] [--batch-n 2834]
 
 Two tables. (1) A flat server (four slots of 2.5 s a request, as llama.cpp's on SmolLM2-135M here), each request's
 time scattered by `spread` either way and the server `speedup` faster by the 600th request (slower where negative):
@@ -60,9 +60,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=int, default=40)
     p.add_argument("--n", type=int, default=600, help="requests a run, flat server")
+    p.add_argument("--batch-n", type=int, default=0, help="requests a run, batching servers (0: the tests' own)")
     a = p.parse_args()
-    if a.seeds < 1 or a.n < 2:
-        p.error("--seeds must be at least 1 and --n at least 2")
+    if a.seeds < 1 or a.n < 2 or a.batch_n < 0 or a.batch_n == 1:
+        p.error("--seeds must be at least 1, --n at least 2 and --batch-n 0 or at least 2")
     bound = 3 * QUEUE_K * 4
     print(f"Flat server, 4 slots x 2.5 s, {a.n} requests, seeds 0-{a.seeds - 1}; bound {bound:g} in flight\n")
     print(
@@ -85,6 +86,7 @@ def main() -> None:
     print("| case | best fixed (c, answers/s) | ours/best: median, tenth worst, worst | under 95 % |")
     print("|---|---|---|---|")
     for case, (base, per, timeout, n) in BATCHING.items():
+        n = a.batch_n or n
         share_s = TIMEOUT_SHARE * timeout
         within = [c for c in range(1, 129) if (base + per * c) * 1.1 <= share_s]
         levels = (*within[:: max(1, len(within) // 12)], within[-1])

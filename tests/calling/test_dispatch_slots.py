@@ -86,13 +86,14 @@ def test_a_queueing_server_gets_every_answer_at_the_first_attempt_and_is_kept_bu
     # its timeout: the slowest answer within half of it (slow start's first overshoot included).
     assert limiter["final_window"] <= 3 * QUEUE_K * slots, (case, limiter)
     assert max(backend.latencies) <= timeout / 2, (case, max(backend.latencies))
-    # After the first wave, no answer queued behind more than QUEUE_K services' worth (the window's rule, one more
-    # for the window's additive growth, a tenth for the network and float rounding). Until 2026-11-29 a wave's
-    # requests each read the whole wave as ahead of it (`in_flight`, which `_wake` raises for all of them at once,
-    # not `out`), so their readings made the pace up to the wave's size too fast and the window stayed at 2.4 times
-    # the rule: 13-19 services of queue at 0.1 s.
+    # After the first wave, no answer queued behind more than twice QUEUE_K services' worth (the window's rule,
+    # twice it while a try holds twice the hold, one more for the window's additive growth, a tenth for the network
+    # and float rounding). Until 2026-11-29 a wave's requests each
+    # read the whole wave as ahead of it (`in_flight`, which `_wake` raises for all of them at once, not `out`), so
+    # their readings made the pace up to the wave's size too fast and the window stayed at 2.4 times the rule:
+    # 13-19 services of queue at 0.1 s.
     later = sorted(backend.latencies[N // 2 :])
-    assert later[-1] <= (QUEUE_K + 1.1) * full, (case, later[-1] / full)
+    assert later[-1] <= (2 * QUEUE_K + 1.1) * full, (case, later[-1] / full)
     assert limiter["queued"] > 0 and limiter["server_slots"] is None
 
 
@@ -130,12 +131,16 @@ def batching(a: float, b: float) -> SlotBackend:
     return SlotBackend(10_000, lambda busy: a + b * busy)
 
 
+# Runs of C-STS validation's size (2834 items): a try takes a few hundred answers (the hold, twice it, the hold again,
+# each until its rate is read), so the climb to the knee is a larger share of a shorter run (600: 90-94 % of the best
+# fixed level, docs/benchmarks.md).
+RUN = 2834
 BATCHING = {  # name: (a, b, --timeout, n)
-    "vLLM-like, 0.45 s + 0.08 s a request held (tests/bench's vllm serve on CPU)": (0.45, 0.08, 120.0, 600),
-    "0.2 s + 0.02 s a request held": (0.2, 0.02, 120.0, 1000),
+    "vLLM-like, 0.45 s + 0.08 s a request held (tests/bench's vllm serve on CPU)": (0.45, 0.08, 120.0, RUN),
+    "0.2 s + 0.02 s a request held": (0.2, 0.02, 120.0, RUN),
     # Here the most answers a second (c=128: 9.5) come 13 s late, past a quarter of --timeout 20: the window stops at
     # what answers within 5 s (about 45), and the reference is the best fixed level within that
-    "0.5 s + 0.1 s a request held, --timeout 20": (0.5, 0.1, 20.0, 600),
+    "0.5 s + 0.1 s a request held, --timeout 20": (0.5, 0.1, 20.0, RUN),
 }
 
 
@@ -201,8 +206,9 @@ def test_a_server_whose_speed_scatters_or_drifts_is_still_held_near_its_slots(
     settle near what it serves at once, as it does where the speed is steady. Until 2026-11-29 it did not: the
     delivered rates by size came from any time of the run (the first wave's sizes early, the held ones late), so a
     speed that changed between them read as a larger window paying (`pays`), and the knee took the window to 40-60
-    in flight (the first three cases here: 39.57, 59.85, 59.82). Now two sizes are compared on rounds of about one
-    time only (congestion.py FRESH). The last of 40-60 in flight waited 10-15 services instead of QUEUE_K."""
+    in flight (the first three cases here: 39.57, 59.85, 59.82). Since 2026-11-30 a larger window is only kept
+    where a try of it (held exactly, between two reads of the hold: congestion.py `_judge`) brought more answers a
+    second than the hold before and after it. The last of 40-60 in flight waited 10-15 services instead of QUEUE_K."""
     on_virtual_clock(monkeypatch)
     backend = SlotBackend(4, drifting(seed, spread, speedup))
     stats = run(backend, n=600)

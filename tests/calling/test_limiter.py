@@ -265,3 +265,51 @@ def test_a_slot_is_freed_and_the_next_request_woken_even_when_the_news_raises(mo
         return lim.in_flight, woken
 
     assert asyncio.run(scenario()) == (1, ["second"])
+
+
+def test_a_try_holds_the_window_exactly_and_a_paid_window_is_grown_to_only_while_requests_wait() -> None:
+    """congestion.py's try says the window to hold (`fixed`): the limiter holds exactly that, whatever the answer
+    said (no additive growth, no cut by the queue rule), up and down. Once a larger window paid, an answer with fewer
+    out grows the window to it at once, but only while requests wait for a slot: a run's last answers, with nothing
+    more to send, would otherwise take the window to the knee for nothing (RFC 7661)."""
+    lim, clock = limiter(128, timeout=120.0)
+    lim.window = 12.0
+    for step, window in (("try", 24.0), ("after", 12.0)):
+        lim.queue.step = (step, window, lim.queue.answers)
+        lim.in_flight, lim.out = 13, 13
+        clock.now += 1
+        lim.release(clock.now - 0.5, ok=True, load=13)
+        assert lim.window == window
+    lim.queue.step, lim.queue.paid, lim.queue.held = None, 24.0, True
+    lim.queue.floor = 0.5  # the target: 1.5 s; an answer after 0.5 s with 12 out is within it, under the knee
+    lim.in_flight, lim.out = 12, 12
+    clock.now += 1
+    lim.release(clock.now - 0.5, ok=True, load=12)
+    assert lim.queue.gaining and lim.window < 13  # nobody waits: one slot a round trip at most
+
+    async def scenario() -> float:
+        lim.in_flight, lim.out = 0, 0
+        lim.window = 12.0
+        sent = [await lim.acquire() for _ in range(12)]
+        waiting = asyncio.ensure_future(lim.acquire())  # a 13th request waits for a slot
+        await asyncio.sleep(0)
+        clock.now += 1
+        lim.release(sent[0], ok=True, load=12)
+        await asyncio.sleep(0)
+        waiting.cancel()
+        return lim.window
+
+    assert asyncio.run(scenario()) == 24.0
+
+
+def test_a_429_gives_a_try_up_and_its_cut_stands() -> None:
+    lim, clock = limiter(128, timeout=120.0)
+    lim.queue.step = ("try", 100.0, 0)
+    lim.in_flight = 10
+    clock.now += 1
+    lim.release(clock.now - 0.1, ok=False, limited=True)
+    assert lim.queue.fixed() is None and lim.window == 128 * CUT
+    lim.in_flight, lim.out = 10, 10
+    clock.now += 1
+    lim.release(clock.now - 0.5, ok=True, load=10)
+    assert lim.window <= 128 * CUT + 1  # not set back to the try's 100 by the next answer
