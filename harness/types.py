@@ -76,6 +76,15 @@ class RateLimit:
 
 
 @dataclass(frozen=True)
+class ServerQueue:
+    """What a server said of its queue at one moment (vLLM's GET /metrics: harness/calling/backends/gauges.py): the
+    requests it computes now and those that wait for a place among them, summed over the --base-url servers."""
+
+    running: int
+    waiting: int
+
+
+@dataclass(frozen=True)
 class Completion:
     """A backend's answer to one request; `error` set (and `text` None) when it failed for good.
 

@@ -23,7 +23,9 @@ Rate limits (`--rps-limit 200` & co., off by default; 429s logged as "limited") 
 A local server's slots (`slots=S`, `--slots S`): S requests computed at once (each for `latency` seconds), the rest
 queued in order of arrival (tests/fake_slots.py; aiohttp does not cancel a handler whose client left, so here an
 abandoned request is computed to the end, queued or not); `props=` (`--props`): GET /props answers
-`{"total_slots": props}` as llama.cpp's server does (`--props`: S).
+`{"total_slots": props}` as llama.cpp's server does (`--props`: S); `metrics=True` (`--metrics`): GET /metrics
+answers vLLM's gauges of its queue (`vllm:num_requests_running`: the busy slots, `vllm:num_requests_waiting`: the
+queued), written by prometheus_client as vLLM writes them; `metrics=` a string: that text, as it is.
 
 In tests: `with FakeServer(...) as server:` runs it on a background thread. For benchmarks, run it in
 its own process: `python tests/fake_server.py --latency 0.1` prints `port N` and serves until killed.
@@ -43,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import prometheus_client
 from aiohttp import web
 
 if __name__ == "__main__":  # run as a script: import tests.* from this checkout
@@ -114,11 +117,14 @@ class FakeServer:
         slots: int | None = None,
         props: object = None,
         model_path: str | None = None,
+        metrics: bool | str = False,
     ) -> None:
         self.latency = latency
         self.slots = Slots(slots, latency) if slots is not None else None  # S at once, the rest queued
         self.props = props  # what GET /props says total_slots is (any JSON value); None: 404
         self.model_path = model_path  # the model file GET /props names, as llama.cpp's server does (and answers then)
+        self.metrics = metrics  # GET /metrics: vLLM's queue gauges (True), that text (a string), or 404 (False)
+        self.metrics_asked = 0
         self.plan = plan
         self.answer = answer
         self.api_key = api_key  # when set, any other key gets a 401 that echoes it (as providers do)
@@ -160,6 +166,7 @@ class FakeServer:
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/stats", self._stats)
         app.router.add_get("/props", self._props)
+        app.router.add_get("/metrics", self._metrics)
         return app
 
     async def serve(self, port: int = 0) -> None:  # start listening (inside a running loop)
@@ -306,6 +313,20 @@ class FakeServer:
             said["default_generation_settings"] = {"n_ctx": 4096, "params": {"top_k": 40, "repeat_penalty": 1.0}}
         return web.json_response(said)
 
+    async def _metrics(self, request: web.Request) -> web.Response:
+        self.metrics_asked += 1
+        if isinstance(self.metrics, str):
+            return web.Response(text=self.metrics, content_type="text/plain")
+        if not self.metrics:
+            return web.Response(text="404: Not Found", status=404)
+        registry = prometheus_client.CollectorRegistry()
+        said = {"vllm:num_requests_running": self.slots.busy if self.slots else self.in_flight}
+        said["vllm:num_requests_waiting"] = self.slots.waiting if self.slots else 0
+        for name, value in said.items():  # labelled as vLLM labels them: by model and engine
+            gauge = prometheus_client.Gauge(name, name, ["model_name", "engine"], registry=registry)
+            gauge.labels("fake", "0").set(value)
+        return web.Response(body=prometheus_client.generate_latest(registry), content_type="text/plain")
+
     def _reply(self, prompt: str, reply: dict[str, Any]) -> web.Response:
         self.served += 1
         if self.log:
@@ -329,13 +350,19 @@ def main() -> None:
     p.add_argument("--latency", type=float, default=0.1)
     p.add_argument("--slots", type=int, default=None, help="requests computed at once (the rest queue)")
     p.add_argument("--props", action="store_true", help="GET /props states the slots (as llama.cpp's server)")
+    p.add_argument("--metrics", action="store_true", help="GET /metrics states the queue (as vLLM's server)")
     ratelimit.add_arguments(p)
     a = p.parse_args()
 
     async def run() -> None:
         policy = ratelimit.policy_from_args(a)
         server = FakeServer(
-            latency=a.latency, log=False, rate_limit=policy, slots=a.slots, props=a.slots if a.props else None
+            latency=a.latency,
+            log=False,
+            rate_limit=policy,
+            slots=a.slots,
+            props=a.slots if a.props else None,
+            metrics=a.metrics,
         )
         await server.serve(a.port)
         print(f"port {server.port}", flush=True)

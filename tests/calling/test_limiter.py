@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import Counter
 
 import pytest
 
 from harness.calling.limiter import CUT, INITIAL_WINDOW, LEARN_WEIGHT, PACE, Limiter, Pacer
-from harness.types import RateLimit
+from harness.calling.server_queue import QUEUE_POLL, QUEUED, STALE
+from harness.types import RateLimit, ServerQueue
 from tests.virtual_clock import VirtualClockLoop, run_virtual
 
 
@@ -313,3 +315,99 @@ def test_a_429_gives_a_try_up_and_its_cut_stands() -> None:
     clock.now += 1
     lim.release(clock.now - 0.5, ok=True, load=10)
     assert lim.window <= 128 * CUT + 1  # not set back to the try's 100 by the next answer
+
+
+def test_the_servers_word_on_its_queue_decides_the_window_while_it_is_recent() -> None:
+    """vLLM's /metrics (server_queue.py): while the server is busy with nothing waiting, an answer that came late
+    with many out is its batch's latency, not a queue's, and holds nothing (the latency rule alone cuts it); where
+    requests wait and those running stay flat, the window goes to what runs and as many again, down or up; then late
+    answers hold nothing, whatever the next reading; an old word gives the latencies back."""
+
+    def late(lim: Limiter, clock: Clock) -> None:  # a fast answer alone, then one 5 s late with 40 out
+        for load, latency in ((1, 0.1), (40, 5.0)):
+            lim.in_flight, lim.out = 40, 40
+            clock.now += 1
+            lim.release(clock.now - latency, ok=True, load=load)
+
+    def told(lim: Limiter, clock: Clock, *readings: tuple[int, int]) -> None:
+        for running, waiting in readings:
+            lim.server_queue(ServerQueue(running, waiting))
+            clock.now += QUEUE_POLL
+
+    alone, clock = limiter(128, timeout=120.0)
+    alone.window = 40.0
+    late(alone, clock)
+    assert alone.window < 40 and alone.queued == 1  # the latency rule: queued
+
+    room, clock = limiter(128, timeout=120.0)
+    room.window = 40.0
+    told(room, clock, (40, 0), (40, 0))
+    late(room, clock)
+    assert room.window == 40.0 and room.queued == 0
+
+    full, clock = limiter(128, timeout=120.0)
+    told(full, clock, (20, 15), (20, 15))
+    full.in_flight, full.out = 35, 35
+    full.release(clock.now - 0.1, ok=True, load=35)  # within any target: only the word cuts it
+    assert full.window == 20 + math.ceil(QUEUED * 20) == 40 and full.queued == 1
+    report = full.report()
+    assert report.queue_readings == 2 and report.server_full == 1
+    full.window = 3.0  # cut below it meanwhile (a timeout, say): a full reading sets it back up
+    full.release(clock.now - 0.1, ok=True, load=20)
+    assert full.window == 40
+    told(full, clock, (20, 0))  # one reading with nothing waiting: held, whatever the latencies say
+    late(full, clock)
+    assert full.window == 40 and full.queued == 1
+
+    old, clock = limiter(128, timeout=120.0)
+    old.window = 40.0
+    told(old, clock, (40, 0), (40, 0))
+    clock.now += STALE  # `late` moves the clock on by two seconds more: the word is older than STALE
+    late(old, clock)
+    assert old.window < 40 and old.queued == 1
+
+
+def test_room_at_the_server_grows_the_window_within_the_timeouts_share_while_requests_wait() -> None:
+    lim, clock = limiter(128, timeout=120.0)
+    lim.window = 10.0
+    lim.server_queue(ServerQueue(10, 0))
+    lim.server_queue(ServerQueue(10, 0))
+
+    async def scenario() -> float:
+        sent = [await lim.acquire() for _ in range(10)]
+        waiting = asyncio.ensure_future(lim.acquire())  # an 11th request waits for a slot
+        await asyncio.sleep(0)
+        clock.now += 1.0
+        # One answer a second since the first request left (the pace congestion.py `safe` takes before more come):
+        # 30 within a quarter of --timeout's 120 s, at once
+        lim.release(sent[0], ok=True, load=10)
+        await asyncio.sleep(0)
+        waiting.cancel()
+        return lim.window
+
+    assert asyncio.run(scenario()) == 30.0
+    lim.window = 10.0
+    lim.in_flight, lim.out = 10, 10
+    lim.release(clock.now - 1.0, ok=True, load=10)
+    assert lim.window == 10.0  # nobody waits: no growth (RFC 7661)
+
+
+def test_a_full_servers_queue_stays_within_the_timeouts_share_but_its_capacity_is_kept() -> None:
+    """The queue kept at a full server (as many again as it runs) is only what its pace answers within a quarter of
+    --timeout; what it computes at once is kept whatever the pace (those never wait)."""
+    lim, clock = limiter(128, timeout=20.0)
+    for _ in range(2):
+        lim.server_queue(ServerQueue(40, 30))
+        clock.now += QUEUE_POLL
+    lim.in_flight, lim.out = 70, 70
+    lim.release(clock.now - 4.0, ok=True, load=40)  # one answer in 4 s so far: 1.25 within 5 s
+    assert lim.queue.safe() < 40 and lim.window == 40
+    fast, clock = limiter(128, timeout=20.0)
+    for _ in range(2):
+        fast.server_queue(ServerQueue(40, 30))
+        clock.now += QUEUE_POLL
+    for _ in range(50):  # fifty answers in 0.5 s: the pace answers far more than 80 within 5 s
+        fast.in_flight, fast.out = 70, 70
+        clock.now += 0.01
+        fast.release(clock.now - 0.01, ok=True, load=40)
+    assert fast.queue.safe() > 80 and fast.window == 80

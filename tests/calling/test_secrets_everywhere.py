@@ -127,9 +127,11 @@ def test_a_407_on_an_http_base_url_stops_the_run_naming_the_proxy_and_echoes_no_
     assert err.count("\n") == 1 and err.startswith("error: openai model 'm': proxy authentication required (HTTP 407)")
     assert "bad_request" not in err and "credentials refused: ['Basic [redacted]'] ([redacted]?)" in err
     assert PROXY_PASSWORD not in err and TOKEN not in err
-    # Every request would get it: the run stopped at the first (after the one GET of the server's /props, which
-    # asks a --base-url server how many requests it serves at once: calling/backends/provider.py capacity)
-    assert [s.split()[0] for s in proxy.seen] == ["GET", "POST"] and proxy.seen[0].split()[1].endswith("/props")
+    # Every request would get it: the run stopped at the first (after one GET of the server's /props, which asks a
+    # --base-url server how many requests it serves at once, and one of its /metrics, which asks its queue:
+    # calling/backends/provider.py capacity and queue)
+    assert [s.split()[0] for s in proxy.seen] == ["GET", "GET", "POST"]
+    assert proxy.seen[0].split()[1].endswith("/props") and proxy.seen[1].split()[1].endswith("/metrics")
     assert files_holding(tmp_path, (KEY, PROXY_PASSWORD, TOKEN)) == {}
 
 

@@ -36,7 +36,7 @@ from harness.calling.limits import rate_limit
 from harness.calling.redaction import PLACEHOLDER_KEY, Secrets, redact
 from harness.config.checks import http_urls
 from harness.scoring.reasoning import THINK_TAGS
-from harness.types import Completion, HarnessError, RateLimit, Request, Usage
+from harness.types import Completion, HarnessError, RateLimit, Request, ServerQueue, Usage
 
 
 class LocalBackend(ABC):
@@ -115,6 +115,12 @@ class RemoteBackend(ABC):
     async def capacity(self) -> int | None:
         """How many requests the server says it computes at once (llama.cpp's GET /props `total_slots`), asked once
         before a run's first request; None where it does not say (dispatch's limiter then finds out)."""
+        return None
+
+    async def queue(self) -> ServerQueue | None:
+        """What the server says of its queue now (vLLM's GET /metrics: the requests it computes and those waiting),
+        asked before a run's first request and, where it answered, every QUEUE_POLL seconds while requests are out
+        (harness/calling/server_queue.py); None where it does not say."""
         return None
 
 

@@ -28,7 +28,7 @@ from harness.calling.backends.thinking import NEVER, Rule, Thinking
 from harness.calling.backends.transport import ClientPool, Route, open_routes, plain_routes, route_secrets
 from harness.calling.redaction import redact_completion
 from harness.config.settings import ApiOptions, RunConfig
-from harness.types import Completion, RateLimit, Request, Usage
+from harness.types import Completion, RateLimit, Request, ServerQueue, Usage
 
 _DECODING = frozenset(f.name for f in dataclasses.fields(Decoding))
 
@@ -141,6 +141,16 @@ class HTTPBackend(RemoteBackend):
             return None
         slots = [await route.slots() for route in self.routes]
         return None if None in slots else sum(s for s in slots if s is not None)
+
+    async def queue(self) -> ServerQueue | None:
+        """The queue every --base-url server states (summed, as the slots are), asked of those servers only; None
+        unless each of them states it."""
+        if not self.api.base_urls:
+            return None
+        said = [await route.queue() for route in self.routes]
+        if None in said:
+            return None
+        return ServerQueue(sum(q.running for q in said if q), sum(q.waiting for q in said if q))
 
     async def served(self) -> list[dict[str, Any]] | None:
         """What every --base-url server says it serves (served.py), in the cache key in place of their addresses;

@@ -63,12 +63,14 @@ import yarl
 from multidict import CIMultiDict
 
 from harness.calling.backends.base import PermanentError, RetryableError, Unreachable
+from harness.calling.backends.gauges import queue_of
 from harness.calling.backends.reading import ErrorReply, Received
 from harness.calling.backends.served import served_identity
 from harness.calling.limits import rate_limit
 from harness.calling.redaction import secrets_of, url_secrets
 from harness.config.checks import url_query
 from harness.config.settings import ApiOptions
+from harness.types import ServerQueue
 
 CONNECT_TIMEOUT = 10.0  # seconds for one connection attempt (DNS, TCP through happy eyeballs, TLS)
 MAX_REPLY_MB = ApiOptions.max_reply_mb  # the most MB of one reply body read, decompressed (read_capped)
@@ -84,6 +86,7 @@ CHUNK = 65536
 _TRANSPORT_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "accept-encoding", "connection"})
 LISTING_TIMEOUT = 10.0  # seconds for GET /models, asked only to explain a 404
 PROPS_TIMEOUT = 5.0  # seconds for GET /props (a server's slots), asked once before a run against --base-url
+METRICS_TIMEOUT = 2.0  # seconds for GET /metrics (a server's queue), asked every QUEUE_POLL seconds (dispatch.py)
 MAX_SLOTS = 65_536  # a larger `total_slots` is no number a server computes at once: not read
 CERT_FIX = (
     "if the server's certificate is signed by a CA of your own (a company proxy, a local server), "
@@ -484,18 +487,34 @@ class Route:
         if self._props_asked:
             return self._props
         self._props_asked = True
-        url = yarl.URL(self.link.base_url)
-        root = url.with_path(url.path.rstrip("/").removesuffix("/v1").rstrip("/") + "/props").with_query(url.query)
-        headers = {k: v for k, v in self._headers.items() if k.lower() != "content-type"}
+        content = await self._beside("props", PROPS_TIMEOUT)
         try:
-            status, _, content = await self.link.request(
-                "GET", root, headers, None, aiohttp.ClientTimeout(total=PROPS_TIMEOUT)
-            )
-            props = json.loads(content) if status == 200 else None
-        except (RetryableError, PermanentError, ReplyTooLarge, ValueError, RecursionError):
+            props = json.loads(content) if content is not None else None
+        except (ValueError, RecursionError):
             return None
         self._props = props if isinstance(props, dict) else None
         return self._props
+
+    async def queue(self) -> ServerQueue | None:
+        """What the server says of its queue now, at GET /metrics beside /v1 (vLLM's gauges of the requests it
+        computes and of those waiting: gauges.py); None for any other reply, or none in METRICS_TIMEOUT. Asked
+        every QUEUE_POLL seconds while requests are out (dispatch.py), of servers named with --base-url only."""
+        content = await self._beside("metrics", METRICS_TIMEOUT)
+        return None if content is None else queue_of(content)
+
+    async def _beside(self, name: str, timeout: float) -> bytes | None:
+        """GET `name` at the server's root, beside /v1 (llama.cpp's /props, vLLM's /metrics), with the route's own
+        headers and query: the body of a 200, bounded as every reply is (Link's --max-reply-mb); None otherwise."""
+        url = yarl.URL(self.link.base_url)
+        root = url.with_path(url.path.rstrip("/").removesuffix("/v1").rstrip("/") + "/" + name).with_query(url.query)
+        headers = {k: v for k, v in self._headers.items() if k.lower() != "content-type"}
+        try:
+            status, _, content = await self.link.request(
+                "GET", root, headers, None, aiohttp.ClientTimeout(total=timeout)
+            )
+        except (RetryableError, PermanentError, ReplyTooLarge):
+            return None
+        return content if status == 200 else None
 
     async def slots(self) -> int | None:
         """How many requests the server computes at once, where it says: llama.cpp's /props `total_slots`, its
