@@ -269,6 +269,23 @@ def test_a_slot_is_freed_and_the_next_request_woken_even_when_the_news_raises(mo
     assert asyncio.run(scenario()) == (1, ["second"])
 
 
+def answered_while_one_waits(lim: Limiter, clock: Clock, n: int) -> float:
+    """`n` requests out and one more waiting for a slot, the first answered a second later: the window then."""
+
+    async def scenario() -> float:
+        lim.in_flight, lim.out = 0, 0
+        sent = [await lim.acquire() for _ in range(n)]
+        waiting = asyncio.ensure_future(lim.acquire())
+        await asyncio.sleep(0)
+        clock.now += 1
+        lim.release(sent[0], ok=True, load=n)
+        await asyncio.sleep(0)
+        waiting.cancel()
+        return lim.window
+
+    return asyncio.run(scenario())
+
+
 def test_a_try_holds_the_window_exactly_and_a_paid_window_is_grown_to_only_while_requests_wait() -> None:
     """congestion.py's try says the window to hold (`fixed`): the limiter holds exactly that, whatever the answer
     said (no additive growth, no cut by the queue rule), up and down. Once a larger window paid, an answer with fewer
@@ -289,19 +306,8 @@ def test_a_try_holds_the_window_exactly_and_a_paid_window_is_grown_to_only_while
     lim.release(clock.now - 0.5, ok=True, load=12)
     assert lim.queue.gaining and lim.window < 13  # nobody waits: one slot a round trip at most
 
-    async def scenario() -> float:
-        lim.in_flight, lim.out = 0, 0
-        lim.window = 12.0
-        sent = [await lim.acquire() for _ in range(12)]
-        waiting = asyncio.ensure_future(lim.acquire())  # a 13th request waits for a slot
-        await asyncio.sleep(0)
-        clock.now += 1
-        lim.release(sent[0], ok=True, load=12)
-        await asyncio.sleep(0)
-        waiting.cancel()
-        return lim.window
-
-    assert asyncio.run(scenario()) == 24.0
+    lim.window = 12.0
+    assert answered_while_one_waits(lim, clock, 12) == 24.0
 
 
 def test_a_429_gives_a_try_up_and_its_cut_stands() -> None:
@@ -373,19 +379,9 @@ def test_room_at_the_server_grows_the_window_within_the_timeouts_share_while_req
     lim.server_queue(ServerQueue(10, 0))
     lim.server_queue(ServerQueue(10, 0))
 
-    async def scenario() -> float:
-        sent = [await lim.acquire() for _ in range(10)]
-        waiting = asyncio.ensure_future(lim.acquire())  # an 11th request waits for a slot
-        await asyncio.sleep(0)
-        clock.now += 1.0
-        # One answer a second since the first request left (the pace congestion.py `safe` takes before more come):
-        # 30 within a quarter of --timeout's 120 s, at once
-        lim.release(sent[0], ok=True, load=10)
-        await asyncio.sleep(0)
-        waiting.cancel()
-        return lim.window
-
-    assert asyncio.run(scenario()) == 30.0
+    # One answer a second since the first request left (the pace congestion.py `safe` takes before more come): 30
+    # within a quarter of --timeout's 120 s, at once
+    assert answered_while_one_waits(lim, clock, 10) == 30.0
     lim.window = 10.0
     lim.in_flight, lim.out = 10, 10
     lim.release(clock.now - 1.0, ok=True, load=10)
