@@ -46,6 +46,8 @@ def test_the_two_gauges_are_read_and_summed_over_engines() -> None:
         # llama.cpp's own gauges (llama-server --metrics): another server's words, not read as vLLM's
         b"# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 4\n",
         f"{RUNNING} 3\n{WAITING} not-a-number\n".encode(),
+        f"{RUNNING} {'9' * 400}\n{WAITING} 0\n".encode(),  # past any float: the parser's int overflows
+        f'{RUNNING}{{model="m 3\n{WAITING} 0\n'.encode(),  # a label never closed
         b"\xff\xfe" + written({RUNNING: [3], WAITING: [1]}),  # not UTF-8
     ],
 )

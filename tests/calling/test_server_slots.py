@@ -80,13 +80,22 @@ def test_a_run_against_a_server_that_says_its_queue_reads_it_while_requests_are_
         assert limiter["server_slots"] is None  # no /props: the slots are not stated, the queue is
 
 
-@pytest.mark.parametrize("metrics", [False, "garbage", "vllm:num_requests_running 3\n"])
+@pytest.mark.parametrize(
+    "metrics",
+    [
+        False,
+        "garbage",
+        "vllm:num_requests_running 3\n",
+        f"vllm:num_requests_running {'9' * 400}\nvllm:num_requests_waiting 0\n",  # absurd: the run goes on
+    ],
+)
 def test_a_server_whose_metrics_say_nothing_of_its_queue_is_asked_once(metrics: bool | str) -> None:
     with FakeServer(latency=0.01, metrics=metrics) as server:
         stats = DispatchStats()
         requests = [Request(str(i), f"Sentence 1: item {i}. Output:") for i in range(40)]
         backend = OpenAIBackend("m", "sk-test", [server.openai_url])
-        complete_all(backend, requests, options=DispatchOptions(progress=False), stats=stats)
+        done = complete_all(backend, requests, options=DispatchOptions(progress=False), stats=stats)
+        assert len(done) == 40 and stats.errors == 0
         assert server.metrics_asked == 1 and lim(stats)["queue_readings"] == 0
 
 

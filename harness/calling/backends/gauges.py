@@ -40,7 +40,8 @@ def queue_of(body: bytes) -> ServerQueue | None:
             for sample in family.samples:
                 if sample.name in (RUNNING, WAITING):
                     found[sample.name] = found.get(sample.name, 0.0) + float(sample.value)
-    except (ValueError, TypeError, KeyError, IndexError):  # the parser's words for a line it cannot read
+    # The parser's words for a line it cannot read; OverflowError: a count of 400 digits (an int past any float)
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError):
         return None
     values = [found.get(RUNNING), found.get(WAITING)]
     if any(v is None or not math.isfinite(v) or v != int(v) or not 0 <= v <= MOST for v in values):
