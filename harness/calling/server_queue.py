@@ -2,28 +2,27 @@
 seconds while requests are out (dispatch.py, harness/calling/backends/gauges.py).
 
 Latencies can only suggest what a server says outright here. While it is busy and nothing waits, it computes every
-request it was sent: latency that grows with the window is its batch's (vLLM's continuous batching answers more a
-second the more it holds), not a queue's, so late answers hold nothing and no larger window is tried step by step
-(congestion.py): the window grows at once to what the pace answers within a quarter of --timeout (congestion.py
-`safe`), --concurrency at most ("room"). Where requests wait while those running stay flat, what runs is what the
-server computes at once (`capacity`: its --max-num-seqs, or what its KV cache holds), and the window goes to that
-and as many again ("full"): vLLM finishes requests in bursts (a step ends many sequences at once), and a burst's
-places are refilled at once only from requests already waiting there, since ours reach it through its HTTP server
-and tokenizer later; a queue as deep as what runs keeps it fed through a burst of any size, where the quarter more
-that stated slots get (limiter.py `serves`) left it running well under its capacity with nothing waiting
-(docs/benchmarks.md has the readings). The queue's part stays within what the pace answers within a quarter of
---timeout. Once the capacity is known,
-readings that are neither "room" nor "full" keep the window where it is ("hold"), whatever the latencies suggest:
-latency there is the queue kept on purpose.
+request it was sent: latency that grows with the window is its batch's (vLLM's continuous batching answers more a second
+the more it holds), not a queue's, so late answers hold nothing and no larger window is tried step by step
+(congestion.py): the window grows at once to what the pace answers within a quarter of --timeout (congestion.py `safe`),
+--concurrency at most ("room"). Where requests wait while those running stay flat, what runs is what the server computes
+at once (`capacity`: its --max-num-seqs, or what its KV cache holds), and the window goes to that and as many again
+("full"): vLLM finishes requests in bursts (a step ends many sequences at once), and a burst's places are refilled at
+once only from requests already waiting there, since ours reach it through its HTTP server and tokenizer later; a queue
+as deep as what runs keeps it fed through a burst of any size, where the quarter more that stated slots get (limiter.py
+`serves`) left it running well under its capacity with nothing waiting (docs/benchmarks.md has the readings). The
+queue's part stays within what the pace answers within a quarter of --timeout. Once the capacity is known, readings that
+are neither "room" nor "full" keep the window where it is ("hold"), whatever the latencies suggest: latency there is the
+queue kept on purpose.
 
 One reading is a moment. A first wave makes a server's queue for a moment whatever its capacity: vLLM admits new
-requests a step at a time, as its token budget for a step allows, so 128 arriving at once wait a few steps while
-those running climb. And a server that queues has nothing waiting for the moment
-between a place freed and the next request's arrival. So "full" needs two readings in a row (QUEUE_POLL apart) with
-requests waiting and those running not climbing (by CLIMB at most), and "room" two in a row busy with nothing waiting
-(an idle server before a run's first request says nothing of its room). Where the readings say nothing of either and
-no capacity is known yet, or no reading is recent (within STALE: a server that stopped answering GET /metrics is
-watched as one that never did), the latencies decide (congestion.py).
+requests a step at a time, as its token budget for a step allows, so 128 arriving at once wait a few steps while those
+running climb. And a server that queues has nothing waiting for the moment between a place freed and the next request's
+arrival. So "full" needs two readings in a row (QUEUE_POLL apart) with requests waiting and those running not climbing
+(by CLIMB at most), and "room" two in a row busy with nothing waiting (an idle server before a run's first request says
+nothing of its room). Where the readings say nothing of either and no capacity is known yet, or no reading is recent
+(within STALE: a server that stopped answering GET /metrics is watched as one that never did), the latencies decide
+(congestion.py).
 """
 
 from __future__ import annotations
