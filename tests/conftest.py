@@ -8,8 +8,9 @@ import hashlib
 import io
 import os
 import random
+import sys
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ import pytest
 from cryptography.hazmat.primitives import padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
+# What the caller chose, before pytest_configure sets it for a worker (tests/test_conftest.py).
+CALLER_THREADS = os.environ.get("OMP_NUM_THREADS")
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("CSTS_SHARED_DIR", ROOT.parent / "shared"))
 SHARED_ARCHIVE = SHARED / "data" / "csts" / "csts.tar.enc"
@@ -99,12 +102,36 @@ def csts_archive(tmp_path: Path, csts_dir: Path) -> tuple[Path, Path]:
     return make_archive(csts_dir, tmp_path / "csts.tar.enc", "synthetic-secret"), pw
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under `-n`, each worker's torch (and every server or CLI it starts, which inherit the environment) computes on
+    its share of the cores (`worker_threads`). Four workers on two cores each running torch on two threads stall one
+    another at every parallel region: a test's eight in-process SmolLM2 answers outran the 600 s timeout in CI
+    (docs/testing.md)."""
+    threads = worker_threads(os.environ, _cores())
+    if threads is not None:
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        if "torch" in sys.modules:  # read at torch's import; a plugin that imported it earlier is told directly
+            sys.modules["torch"].set_num_threads(threads)
+
+
+def worker_threads(environ: Mapping[str, str], cores: int) -> int | None:
+    """cores // workers (at least 1) for a pytest-xdist worker (PYTEST_XDIST_WORKER_COUNT, set by xdist before
+    conftest loads); None when not under `-n` or when the caller chose OMP_NUM_THREADS."""
+    workers = int(environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers < 2 or "OMP_NUM_THREADS" in environ:
+        return None
+    return max(1, cores // workers)
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: unknown (and not called) without it
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: two workers a core, at most 16. Most tests wait (on local servers, subprocesses, timers) rather
     than compute, so a core serves two of them (issue 33: the suite is ≤ 5 minutes on two cores)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return min(16, 2 * cores)
+    return min(16, 2 * _cores())
 
 
 class Polls(list[float]):
