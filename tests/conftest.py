@@ -8,7 +8,6 @@ import hashlib
 import io
 import os
 import random
-import sys
 import tarfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -108,10 +107,8 @@ def pytest_configure(config: pytest.Config) -> None:
     another at every parallel region: a test's eight in-process SmolLM2 answers outran the 600 s timeout in CI
     (docs/testing.md)."""
     threads = worker_threads(os.environ, _cores())
-    if threads is not None:
+    if threads is not None:  # torch reads it at its import, after this (tests/test_conftest.py checks it did)
         os.environ["OMP_NUM_THREADS"] = str(threads)
-        if "torch" in sys.modules:  # read at torch's import; a plugin that imported it earlier is told directly
-            sys.modules["torch"].set_num_threads(threads)
 
 
 def worker_threads(environ: Mapping[str, str], cores: int) -> int | None:
